@@ -1,0 +1,177 @@
+/**
+ * The gateway's configuration after loading: defaults applied, `${VAR}` substituted, relative paths
+ * made absolute, durations in milliseconds and sizes in bytes. The YAML keys are a public contract
+ * (DESIGN.md, Configuration contract); this type mirrors them one to one.
+ */
+export interface GatewayConfig {
+  /** Absolute path of the file this came from (for messages and relative paths). */
+  file: string;
+  server: ServerConfig;
+  protocol: { version: string };
+  auth: AuthConfig;
+  storage: StorageConfig;
+  metrics: { public: boolean };
+  events: EventsConfig;
+  commands: CommandsConfig;
+  sse: SseConfig;
+  webhooks: WebhooksConfig;
+  registry: { allowNetworks: string[] };
+  /** Absent = gRPC off. */
+  grpc?: { host: string; port: number; publicEndpoint?: string };
+  a2a: { enabled: boolean; settleMs: number; timeoutMs: number };
+  mcp: { enabled: boolean; maxSessions: number; idleTimeoutMs: number };
+  backends: BackendConfig[];
+}
+
+export interface ServerConfig {
+  host: string;
+  /** 0 = any free port. */
+  port: number;
+  /** Consumer-facing base URL, canonical, always ending in `/`; undefined = `http://{host}:{port}/` once listening. */
+  publicUrl?: string;
+  bodyLimitBytes: number;
+  maxJsonDepth: number;
+  shutdownTimeoutMs: number;
+  cors: { origins: string[] };
+}
+
+export interface AuthKey {
+  /** Principal name. */
+  id: string;
+  key: string;
+  scopes: Scope[];
+}
+
+export type Scope = 'read' | 'write' | 'admin';
+
+export interface AuthConfig {
+  type: 'none' | 'apiKey' | 'bearer';
+  /** Header carrying an API key (default `X-Api-Key`). */
+  header: string;
+  /** Query parameter also carrying the key (for EventSource); undefined = not accepted. */
+  queryParam?: string;
+  keys: AuthKey[];
+}
+
+export interface StorageConfig {
+  driver: 'sqlite' | 'memory' | 'redis';
+  /** Absolute path of the sqlite file. */
+  path: string;
+  url: string;
+  prefix: string;
+}
+
+export interface EventsConfig {
+  pageSize: { default: number; max: number };
+  retention: { maxEvents: number; maxAgeMs: number };
+}
+
+export interface CommandsConfig {
+  idempotencyWindowMs: number;
+  rateLimit: { perSecond: number; burst: number };
+  dispatch: { timeoutMs: number; concurrency: number; retry: { scheduleMs: number[] } };
+}
+
+export interface SseConfig {
+  keepaliveMs: number;
+  maxBufferedBytes: number;
+  maxConnections: number;
+  maxConnectionsPerPrincipal: number;
+  closeOnTerminal: boolean;
+}
+
+export interface WebhooksConfig {
+  allowPrivateNetworks: string[];
+  allowHttp: boolean;
+  retry: { scheduleMs: number[] };
+  timeoutMs: number;
+  concurrency: number;
+  /** Absolute path of an extra CA file, if any. */
+  ca?: string;
+}
+
+export type BackendConfig = LegacyBackendConfig | ProtoBackendConfig;
+
+interface BackendCommon {
+  /** `[a-z][a-z0-9-]*`, used in `/services/{id}`. */
+  id: string;
+  /** Base URL of the backend, without a trailing `/`. */
+  url: string;
+  /** Service key in the public manifest (default: the id). */
+  service: string;
+  description?: string;
+  version?: string;
+  /** Source of the events the gateway emits for it (default `urn:proto-gateway:{id}`). */
+  source: string;
+  circuit: { failures: number; cooldownMs: number };
+  /** Headers added to every request to this backend. */
+  headers: Record<string, string>;
+}
+
+export interface ProtoBackendConfig extends BackendCommon {
+  kind: 'proto';
+  /** How often its manifest and catalogues are re-read. */
+  refreshMs: number;
+  events: { follow: 'poll' | 'stream'; intervalMs: number };
+}
+
+export interface LegacyBackendConfig extends BackendCommon {
+  kind: 'legacy';
+  /** Header carrying the command id to the legacy service. */
+  correlationHeader: string;
+  commands: LegacyCommandConfig[];
+  queries: LegacyQueryConfig[];
+  records: RecordsConfig[];
+}
+
+export interface LegacyCommandConfig {
+  type: string;
+  schema: string;
+  version: string;
+  description?: string;
+  /** The JSON Schema of `data` (inline `jsonSchema` or the parsed `schemaFile`). */
+  jsonSchema: Record<string, unknown>;
+  request: { method: string; path: string; body?: string };
+  events: {
+    success?: { type: string; data?: string };
+    failure?: { type: string };
+  };
+}
+
+export interface LegacyQueryConfig {
+  schema: string;
+  version: string;
+  description?: string;
+  parameters?: Record<string, unknown>;
+  response: Record<string, unknown>;
+  request: { method: string; path: string; query?: string };
+  result?: string;
+}
+
+export interface RecordsConfig {
+  path: string;
+  intervalMs: number;
+  /** Event types it can yield (for the catalogue). */
+  types: string[];
+  /** Parsed JSON Schema of their data (typed events), from `schema` (a file path). */
+  schema?: Record<string, unknown>;
+  /** Absolute path of that schema file. */
+  schemaFile?: string;
+  cursor?: { param: string; field: string };
+  /** JSONata expression selecting the array of records from the response body (default: the body). */
+  items?: string;
+  event: {
+    /** Template. */
+    type: string;
+    /** Template, hashed into a UUIDv5. */
+    id: string;
+    /** Expression. */
+    time?: string;
+    /** Expression. */
+    correlation?: string;
+    /** Expression. */
+    data?: string;
+    /** Template (default: the backend's source). */
+    source?: string;
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * The one error catalogue. Every refusal the gateway makes is a `ProtoError` with a stable `code`;
+ * the HTTP edge turns it into the protocol's error body
+ * `{ "error": { "code", "message", "details"? } }` with the status listed here.
+ * Codes are never renamed or reused (DESIGN.md, Conventions); add new ones at the end.
+ */
+export const errorStatus = {
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  INVALID_JSON: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  INVALID_ENVELOPE: 400,
+  UNKNOWN_COMMAND_TYPE: 422,
+  DATASCHEMA_MISMATCH: 400,
+  VALIDATION_FAILED: 400,
+  DUPLICATE_COMMAND: 409,
+  COMMAND_NOT_ACCEPTED: 422,
+  INVALID_PARAMETER: 400,
+  INVALID_CURSOR: 400,
+  UNKNOWN_SCHEMA: 404,
+  SERVICE_NOT_FOUND: 404,
+  CONFLICT: 409,
+  RATE_LIMITED: 429,
+  TOO_MANY_STREAMS: 429,
+  WEBHOOK_URL_REJECTED: 400,
+  BACKEND_UNAVAILABLE: 503,
+  BACKEND_TIMEOUT: 504,
+  NOT_READY: 503,
+  INTERNAL: 500,
+} as const;
+
+/** A stable, machine-readable error code. */
+export type ErrorCode = keyof typeof errorStatus;
+
+/** The protocol's error body (PROTOCOL-NOTES.md, Errors and status codes). */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; details?: Record<string, unknown> };
+}
+
+/** A refusal with a catalogued code; deep code throws it, only the HTTP edge maps it to a response. */
+export class ProtoError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: Record<string, unknown>;
+  /** Extra response headers (e.g. `Retry-After`, `Allow`). */
+  readonly headers?: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, headers?: Record<string, string>) {
+    super(message);
+    this.name = 'ProtoError';
+    this.code = code;
+    this.details = details;
+    this.headers = headers;
+  }
+
+  /** The HTTP status of this error's code. */
+  get status(): number {
+    return errorStatus[this.code];
+  }
+
+  /** The protocol's error body. */
+  toBody(): ErrorBody {
+    const error: ErrorBody['error'] = { code: this.code, message: this.message };
+    if (this.details) error.details = this.details;
+    return { error };
+  }
+}
+
+/** True for a `ProtoError` (also across module copies). */
+export function isProtoError(err: unknown): err is ProtoError {
+  return err instanceof ProtoError;
+}
