@@ -1,0 +1,110 @@
+/**
+ * Validation of a parsed config against `config/gateway.schema.json`, the one JSON Schema of the
+ * whole configuration contract. Every ajv error becomes a problem at the YAML position of the value
+ * (or, for an unknown key, of the key) with the dotted path in its message.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { withFormats } from './ajv-formats.ts';
+import type { ConfigPath } from './problems.ts';
+import type { Reporter } from './yaml-source.ts';
+
+/** Location of the config's JSON Schema, shipped beside the example config. */
+export const configSchemaUrl = new URL('../../config/gateway.schema.json', import.meta.url);
+
+/** Keyword of the config schema carrying a readable message for a failed `oneOf`. */
+const messageKeyword = 'x-message';
+
+let compiled: ValidateFunction | undefined;
+
+/** Validates `data` against the config schema, reporting every error; true when there were none. */
+export function checkAgainstSchema(data: unknown, report: Reporter): boolean {
+  const validate = configValidator();
+  if (validate(data)) return true;
+  for (const error of relevantErrors(validate.errors ?? [])) reportError(error, report);
+  return false;
+}
+
+/** The compiled config schema (compiled once per process). */
+export function configValidator(): ValidateFunction {
+  if (compiled) return compiled;
+  const ajv = withFormats(new Ajv({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true }));
+  ajv.addKeyword(messageKeyword);
+  compiled = ajv.compile(JSON.parse(readFileSync(configSchemaUrl, 'utf8')));
+  return compiled;
+}
+
+/**
+ * Drops the noise: errors inside conditional and alternative branches (the branch errors stand for
+ * themselves), and a second complaint about the same value (a bad URL fails both format and pattern).
+ */
+function relevantErrors(errors: ErrorObject[]): ErrorObject[] {
+  const seen = new Set<string>();
+  return errors.filter((error) => {
+    if (error.keyword === 'if' || /\/oneOf\/\d+\//.test(error.schemaPath)) return false;
+    const distinct = error.keyword === 'additionalProperties' || error.keyword === 'required';
+    const key = `${error.instancePath} ${distinct ? JSON.stringify(error.params) : ''}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function reportError(error: ErrorObject, report: Reporter): void {
+  const path = pointerToPath(error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return report([...path, String(params.additionalProperty)], 'unknown key', { at: 'key' });
+    case 'required':
+      return report(path, `missing required key "${String(params.missingProperty)}"`);
+    case 'oneOf': {
+      const custom = (error.parentSchema as Record<string, unknown> | undefined)?.[messageKeyword];
+      return report(path, typeof custom === 'string' ? custom : String(error.message));
+    }
+    case 'pattern':
+      return report(path, `${JSON.stringify(error.data)} ${patternMessage(error)}`);
+    case 'type':
+      return report(path, `must be ${String(params.type).replace(/,/g, ' or ')}, not ${kindOf(error.data)}`);
+    case 'enum':
+      return report(path, `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`);
+    default:
+      return report(path, String(error.message));
+  }
+}
+
+/** What the shared definitions of the schema expect, by definition name. */
+const patternMessages: Record<string, string> = {
+  httpUrl: 'is not an absolute http(s) URL',
+  redisUrl: 'is not a redis:// or rediss:// URL',
+  duration: 'is not a duration (e.g. 500ms, 5s, 10m, 2h, 30d)',
+  size: 'is not a size (e.g. 10b, 512kb, 1mb; binary units)',
+  semver: 'is not a semver version (MAJOR.MINOR.PATCH)',
+  backendId: 'is not a backend id ([a-z][a-z0-9-]*)',
+  pascalName: 'is not a PascalCase name',
+  kebabName: 'is not a kebab-case name',
+};
+
+/** A readable pattern failure: durations, sizes and names say what they expect. */
+function patternMessage(error: ErrorObject): string {
+  const definition = /^#\/definitions\/([^/]+)\/pattern$/.exec(error.schemaPath)?.[1];
+  return (definition && patternMessages[definition]) || String(error.message);
+}
+
+/** How a value that has the wrong type is named in a message. */
+function kindOf(value: unknown): string {
+  if (value === null) return 'empty';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+/** `/backends/0/url` → `['backends', 0, 'url']` (RFC 6901 unescaping). */
+function pointerToPath(pointer: string): ConfigPath {
+  if (!pointer) return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((token) => token.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((token) => (/^\d+$/.test(token) ? Number(token) : token));
+}
