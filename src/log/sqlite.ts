@@ -1,0 +1,342 @@
+/**
+ * The SQLite event log (`storage.driver: sqlite`, the default): one file, `node:sqlite`, WAL mode.
+ *
+ * Durability: `journal_mode=WAL` with `synchronous=NORMAL` (the default here) writes every commit to
+ * the WAL file before `append` resolves, so a committed batch survives the process being killed
+ * (`kill -9`, a crash); only an OS crash or power loss may lose the last commits. `synchronous: 'FULL'`
+ * also fsyncs each commit, which survives those too at a cost in append throughput.
+ *
+ * Positions come from AUTOINCREMENT: never reused after pruning, and an ignored duplicate may leave
+ * a gap (strictly increasing is all the port promises).
+ *
+ * Reads are keyset pages (`position > ? … ORDER BY position LIMIT n+1`), never OFFSET, and every
+ * filter has an index ending in the position, so a page costs the same at any depth.
+ *
+ * The store assumes it is the only writer of its file (one gateway process): `count()` is kept in
+ * memory after the first call.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type {
+  AppendResult,
+  Checkpoint,
+  EventFilter,
+  EventLog,
+  EventPage,
+  LogListener,
+  NewEvent,
+  RetainingLog,
+  StoredEvent,
+} from './EventLog.ts';
+import { assertPageArgs, eventKeys, storedEvent } from './event-query.ts';
+import { ListenerSet, type ListenerErrorHandler } from './listeners.ts';
+import { excessEvents, expiryCutoffMs, type RetentionLimits } from './retention.ts';
+
+/** Options of the SQLite store. */
+export interface SqliteEventLogOptions {
+  /** `PRAGMA synchronous`: NORMAL (default) survives a process crash, FULL also an OS crash or power loss. */
+  synchronous?: 'NORMAL' | 'FULL';
+  /** How long a statement waits for another connection's lock, in ms; default 5000. */
+  busyTimeoutMs?: number;
+  /** Receives errors thrown by subscribers; default `process.emitWarning`. */
+  onListenerError?: ListenerErrorHandler;
+}
+
+/** Events deleted per transaction by `prune`; the event loop runs between batches. */
+export const PRUNE_BATCH = 5000;
+
+// user_version 1: the first layout. A later layout bumps it and migrates in open().
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  position      INTEGER PRIMARY KEY AUTOINCREMENT,
+  id            TEXT NOT NULL UNIQUE,
+  type          TEXT NOT NULL,
+  source        TEXT NOT NULL,
+  correlationid TEXT,
+  time_ms       INTEGER,
+  backend       TEXT,
+  appended_ms   INTEGER NOT NULL,
+  envelope      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_type ON events (type, position);
+CREATE INDEX IF NOT EXISTS events_source ON events (source, position);
+CREATE INDEX IF NOT EXISTS events_correlationid ON events (correlationid, position);
+CREATE INDEX IF NOT EXISTS events_backend ON events (backend, position);
+CREATE INDEX IF NOT EXISTS events_time ON events (time_ms);
+CREATE TABLE IF NOT EXISTS checkpoints (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = 1;
+`;
+
+/** Each filter field with its SQL condition, in the order its value is bound. */
+const FILTER_CONDITIONS: ReadonlyArray<readonly [keyof EventFilter, string]> = [
+  ['type', 'type = ?'],
+  ['source', 'source = ?'],
+  ['correlationId', 'correlationid = ?'],
+  ['backend', 'backend = ?'],
+  ['fromMs', 'time_ms >= ?'],
+  ['toMs', 'time_ms <= ?'],
+];
+
+/**
+ * The SQL of one page of `query` for the fields present in `filter`. Parameters, in order: `after`,
+ * the value of each present field in `FILTER_CONDITIONS` order, then the row limit (page size + 1).
+ * Exported for query-plan tests and benchmarks.
+ */
+export function selectPageSql(filter: EventFilter): string {
+  const conditions = FILTER_CONDITIONS.filter(([field]) => filter[field] !== undefined).map(([, sql]) => sql);
+  const where = ['position > ?', ...conditions].join(' AND ');
+  return `SELECT position, backend, envelope FROM events WHERE ${where} ORDER BY position LIMIT ?`;
+}
+
+/** The statements prepared once in open(). */
+interface Statements {
+  begin: StatementSync;
+  commit: StatementSync;
+  rollback: StatementSync;
+  insert: StatementSync;
+  saveCheckpoint: StatementSync;
+  checkpoint: StatementSync;
+  positionOf: StatementSync;
+  head: StatementSync;
+  count: StatementSync;
+  lastAppendedMs: StatementSync;
+  deleteOldest: StatementSync;
+  deleteExpired: StatementSync;
+}
+
+interface PageRow {
+  position: number;
+  backend: string | null;
+  envelope: string;
+}
+
+/** An `EventLog` in one SQLite file (or `:memory:`); positions start at 1 and are never reused. */
+export class SqliteEventLog implements EventLog, RetainingLog {
+  readonly #path: string;
+  readonly #options: SqliteEventLogOptions;
+  readonly #listeners: ListenerSet;
+  #db: DatabaseSync | undefined;
+  #sql: Statements | undefined;
+  /** Page statements by a bit mask of the filter fields present (at most 2^6). */
+  readonly #pages = new Map<number, StatementSync>();
+  #count: number | undefined;
+  #lastAppendedMs = 0;
+
+  /**
+   * @param path the database file (its directory is created), or `:memory:` for tests.
+   * @param options see `SqliteEventLogOptions`.
+   */
+  constructor(path: string, options: SqliteEventLogOptions = {}) {
+    this.#path = path;
+    this.#options = options;
+    this.#listeners = new ListenerSet(options.onListenerError);
+  }
+
+  async open(): Promise<void> {
+    if (this.#db) return;
+    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
+    const db = new DatabaseSync(this.#path, { timeout: this.#options.busyTimeoutMs ?? 5000 });
+    try {
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec(`PRAGMA synchronous = ${this.#options.synchronous === 'FULL' ? 'FULL' : 'NORMAL'}`);
+      db.exec(SCHEMA);
+      this.#sql = prepareStatements(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    this.#db = db;
+    this.#lastAppendedMs = (this.#sql.lastAppendedMs.get()?.appended_ms as number | undefined) ?? 0;
+  }
+
+  async append(batch: NewEvent[], checkpoint?: Checkpoint): Promise<AppendResult> {
+    const sql = this.#statements();
+    const appendedMs = this.#nextAppendedMs();
+    const appended = this.#transaction(() => {
+      const added = batch.flatMap((item) => this.#insert(item, appendedMs));
+      if (checkpoint) sql.saveCheckpoint.run(checkpoint.key, checkpoint.value);
+      return added;
+    });
+    if (this.#count !== undefined) this.#count += appended.length;
+    this.#listeners.notify(appended);
+    return { appended, duplicates: batch.length - appended.length };
+  }
+
+  async query(filter: EventFilter, after: number, limit: number): Promise<EventPage> {
+    assertPageArgs(after, limit);
+    const rows = this.#pageStatement(filter).all(after, ...filterValues(filter), limit + 1) as unknown as PageRow[];
+    const more = rows.length > limit;
+    const events = rows.slice(0, limit).map(parseRow);
+    return more ? { events, next: events[events.length - 1].position } : { events };
+  }
+
+  async positionOf(id: string): Promise<number | undefined> {
+    return this.#statements().positionOf.get(id)?.position as number | undefined;
+  }
+
+  async checkpoint(key: string): Promise<string | undefined> {
+    return this.#statements().checkpoint.get(key)?.value as string | undefined;
+  }
+
+  async saveCheckpoint(checkpoint: Checkpoint): Promise<void> {
+    this.#statements().saveCheckpoint.run(checkpoint.key, checkpoint.value);
+  }
+
+  /** The highest position in the log (0 when empty); positions are never reused, even after pruning. */
+  async head(): Promise<number> {
+    return (this.#statements().head.get()?.position as number | null | undefined) ?? 0;
+  }
+
+  /** Number of events: one COUNT(*) on the first call, then kept up to date by append and prune. */
+  async count(): Promise<number> {
+    this.#count ??= this.#statements().count.get()!.n as number;
+    return this.#count;
+  }
+
+  subscribe(listener: LogListener): () => void {
+    return this.#listeners.subscribe(listener);
+  }
+
+  /**
+   * Deletes the events appended before `nowMs - maxAgeMs`, then the oldest beyond `maxEvents`; a
+   * limit of 0 disables its rule. Works in transactions of `PRUNE_BATCH` events and yields to the
+   * event loop between them. Survivors keep their positions. Returns how many were deleted.
+   */
+  async prune(limits: RetentionLimits, nowMs: number = Date.now()): Promise<number> {
+    this.#statements();
+    const cutoff = expiryCutoffMs(limits, nowMs);
+    const expired = cutoff === undefined ? 0 : await this.#pruneExpired(cutoff);
+    return expired + (await this.#pruneExcess(limits));
+  }
+
+  /** Closes the database (after `PRAGMA optimize`) and drops the listeners. Safe to call twice. */
+  async close(): Promise<void> {
+    const db = this.#db;
+    this.#db = undefined;
+    this.#sql = undefined;
+    this.#pages.clear();
+    this.#count = undefined;
+    this.#listeners.clear();
+    if (!db) return;
+    db.exec('PRAGMA optimize');
+    db.close();
+  }
+
+  /** Inserts one event unless its id is known; returns it as stored, or nothing for a duplicate. */
+  #insert(item: NewEvent, appendedMs: number): StoredEvent[] {
+    const k = eventKeys(item);
+    const envelope = JSON.stringify(item.event);
+    const result = this.#sql!.insert.run(
+      item.event.id, k.type, k.source, k.correlationId ?? null, k.timeMs ?? null, k.backend ?? null, appendedMs, envelope,
+    );
+    return result.changes === 0 ? [] : [storedEvent(Number(result.lastInsertRowid), item.backend, item.event)];
+  }
+
+  /** Deletes the events appended before `cutoffMs`, batch by batch; returns how many. */
+  async #pruneExpired(cutoffMs: number): Promise<number> {
+    // appended_ms never decreases along positions, so expired events are a prefix: each batch looks
+    // at the oldest PRUNE_BATCH events only, and a short batch means the prefix is gone.
+    let removed = 0;
+    let n = PRUNE_BATCH;
+    while (n === PRUNE_BATCH && this.#sql) {
+      n = await this.#deleteBatch((sql) => sql.deleteExpired.run(PRUNE_BATCH, cutoffMs).changes);
+      removed += n;
+    }
+    return removed;
+  }
+
+  /** Deletes the oldest events beyond `maxEvents`, batch by batch; returns how many. */
+  async #pruneExcess(limits: RetentionLimits): Promise<number> {
+    let removed = 0;
+    let excess = excessEvents(limits, await this.count());
+    while (excess > 0 && this.#sql) {
+      const batch = Math.min(excess, PRUNE_BATCH);
+      const n = await this.#deleteBatch((sql) => sql.deleteOldest.run(batch).changes);
+      removed += n;
+      // n = 0 only if another writer emptied the table: stop rather than spin on a stale count.
+      excess = n > 0 && this.#sql ? excessEvents(limits, await this.count()) : 0;
+    }
+    return removed;
+  }
+
+  /** Runs one delete of a prune in its own transaction, then lets the event loop run (appends, reads, close). */
+  async #deleteBatch(run: (sql: Statements) => number | bigint): Promise<number> {
+    const sql = this.#statements();
+    const n = Number(this.#transaction(() => run(sql)));
+    if (this.#count !== undefined) this.#count -= n;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return n;
+  }
+
+  /** Runs `work` inside BEGIN IMMEDIATE … COMMIT; rolls back and rethrows when it throws. */
+  #transaction<T>(work: () => T): T {
+    const sql = this.#statements();
+    sql.begin.run();
+    try {
+      const result = work();
+      sql.commit.run();
+      return result;
+    } catch (err) {
+      if (this.#db?.isTransaction) sql.rollback.run();
+      throw err;
+    }
+  }
+
+  #pageStatement(filter: EventFilter): StatementSync {
+    const mask = FILTER_CONDITIONS.reduce((bits, [field], i) => (filter[field] === undefined ? bits : bits | (1 << i)), 0);
+    let statement = this.#pages.get(mask);
+    if (!statement) {
+      statement = this.#database().prepare(selectPageSql(filter));
+      this.#pages.set(mask, statement);
+    }
+    return statement;
+  }
+
+  #nextAppendedMs(): number {
+    // A clock that steps back must not make a later event look older than an earlier one (see prune).
+    this.#lastAppendedMs = Math.max(this.#lastAppendedMs, Date.now());
+    return this.#lastAppendedMs;
+  }
+
+  #statements(): Statements {
+    if (!this.#sql) throw new Error('SqliteEventLog is not open');
+    return this.#sql;
+  }
+
+  #database(): DatabaseSync {
+    if (!this.#db) throw new Error('SqliteEventLog is not open');
+    return this.#db;
+  }
+}
+
+function prepareStatements(db: DatabaseSync): Statements {
+  const oldest = 'SELECT position FROM events ORDER BY position LIMIT ?';
+  return {
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    insert: db.prepare(
+      `INSERT OR IGNORE INTO events (id, type, source, correlationid, time_ms, backend, appended_ms, envelope)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    saveCheckpoint: db.prepare(
+      'INSERT INTO checkpoints (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+    checkpoint: db.prepare('SELECT value FROM checkpoints WHERE key = ?'),
+    positionOf: db.prepare('SELECT position FROM events WHERE id = ?'),
+    head: db.prepare('SELECT MAX(position) AS position FROM events'),
+    count: db.prepare('SELECT COUNT(*) AS n FROM events'),
+    lastAppendedMs: db.prepare('SELECT appended_ms FROM events ORDER BY position DESC LIMIT 1'),
+    deleteOldest: db.prepare(`DELETE FROM events WHERE position IN (${oldest})`),
+    deleteExpired: db.prepare(`DELETE FROM events WHERE position IN (${oldest}) AND appended_ms < ?`),
+  };
+}
+
+function filterValues(filter: EventFilter): SQLInputValue[] {
+  return FILTER_CONDITIONS.flatMap(([field]) => (filter[field] === undefined ? [] : [filter[field]]));
+}
+
+function parseRow(row: PageRow): StoredEvent {
+  return storedEvent(row.position, row.backend, JSON.parse(row.envelope));
+}
