@@ -1,0 +1,145 @@
+/**
+ * Wiring: builds the gateway's component graph from a loaded configuration, once, at boot
+ * (STYLE.md: "assemble at boot, not per request"). Protocol logic knows nothing of this file.
+ */
+import pino, { type Logger } from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { BackendDirectory } from './backends/directory.ts';
+import type { GatewayConfig } from './config/types.ts';
+import { createAuthenticator, credentialCarriers } from './http/auth.ts';
+import { createCors } from './http/cors.ts';
+import { discoveryRoutes } from './http/routes/discovery.ts';
+import { docsRoutes } from './http/routes/docs.ts';
+import { opsRoutes } from './http/routes/ops.ts';
+import { passThroughRoutes } from './http/routes/passthrough.ts';
+import { Router } from './http/router.ts';
+import { createHttpServer } from './http/server.ts';
+import { EventCatalogue } from './catalogue/event-catalogue.ts';
+import { eventRoutes } from './http/routes/events.ts';
+import { createIngestors, type Ingestor } from './ingest/ingestors.ts';
+import type { EventLog } from './log/EventLog.ts';
+import { openEventLog } from './log/open-log.ts';
+import { Pruner } from './log/pruner.ts';
+import { gatewayCapabilitySpecs } from './manifest/gateway-capabilities.ts';
+import { PublicManifest } from './manifest/public-manifest.ts';
+import { httpMetrics } from './metrics/http.ts';
+import { ingestMetrics } from './metrics/ingest.ts';
+import { logMetrics } from './metrics/log.ts';
+import { GATEWAY_VERSION } from './version.ts';
+
+export interface GatewayOptions {
+  /** Default: pino JSON lines on stdout. */
+  logger?: Logger;
+  /** Default: a new registry with the default process metrics. */
+  registry?: Registry;
+}
+
+/** A running gateway. */
+export interface Gateway {
+  /** The address it listens on, e.g. `http://127.0.0.1:8080/`. */
+  url: string;
+  /** The consumer-facing base URL (`server.publicUrl`, or `url`). */
+  publicUrl: string;
+  config: GatewayConfig;
+  registry: Registry;
+  manifest: PublicManifest;
+  backends: BackendDirectory;
+  log: EventLog;
+  /** The ingestors of each backend (a proto follower, or one poller per legacy `records` entry). */
+  ingestors: Map<string, Ingestor[]>;
+  /** Stops accepting, drains within `server.shutdownTimeout`, closes every component. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a gateway: opens the store (a store that cannot open stops the start before anything
+ * listens), listens, reads the backends' manifests, registers the routes and starts ingestion.
+ */
+export async function startGateway(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
+  const logger = options.logger ?? pino({ base: { service: 'proto-gateway' } });
+  const registry = options.registry ?? defaultRegistry();
+  const log = await openEventLog(config.storage);
+  logMetrics(registry, log);
+  const router = new Router();
+  const http = createHttpServer({
+    router,
+    authenticate: createAuthenticator(config.auth),
+    cors: createCors(config.server.cors.origins, config.auth.header),
+    limits: { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth },
+    logger,
+    metrics: httpMetrics(registry),
+  });
+  const address = await http.listen(config.server.host, config.server.port).catch(async (err: unknown) => {
+    await log.close();
+    throw err;
+  });
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
+  const publicUrl = config.server.publicUrl ?? url;
+
+  const backends = new BackendDirectory(config.backends, publicUrl, logger);
+  const capabilities = gatewayCapabilitySpecs(config);
+  const catalogue = new EventCatalogue({ publicUrl, log, backends, logger });
+  const manifest = new PublicManifest({
+    protocolVersion: config.protocol.version,
+    gatewayVersion: GATEWAY_VERSION,
+    publicUrl,
+    auth: config.auth,
+    capabilities,
+    backends,
+  });
+  const carriers = credentialCarriers(config.auth);
+  let ready = false;
+  router.add([
+    ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (ready ? [] : ['starting']) }),
+    ...discoveryRoutes(manifest),
+    ...docsRoutes(publicUrl, capabilities),
+    ...eventRoutes({ log, catalogue, backends, events: config.events }),
+    ...passThroughRoutes({
+      backends,
+      credentialHeaders: carriers.headers,
+      credentialQueryParam: carriers.queryParam,
+      timeoutMs: config.commands.dispatch.timeoutMs,
+      maxBodyBytes: config.server.bodyLimitBytes,
+    }),
+  ]);
+
+  await Promise.all([backends.start(), catalogue.start()]);
+  const ingestors = createIngestors({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
+  const all = [...ingestors.values()].flat();
+  for (const ingestor of all) ingestor.start();
+  const pruner = new Pruner(log, config.events.retention, logger);
+  pruner.start();
+  ready = true;
+  logger.info({ url, publicUrl, backends: backends.list().map((b) => b.id) }, 'listening');
+  return {
+    url,
+    publicUrl,
+    config,
+    registry,
+    manifest,
+    backends,
+    log,
+    ingestors,
+    close: once(async () => {
+      ready = false;
+      backends.close();
+      await Promise.all([...all.map((i) => i.close()), pruner.close()]);
+      await http.close(config.server.shutdownTimeoutMs);
+      await catalogue.close();
+      await log.close();
+      logger.info('stopped');
+    }),
+  };
+}
+
+function defaultRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+/** Wraps an async function so every call after the first returns the first call's promise. */
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let result: Promise<void> | undefined;
+  return () => (result ??= fn());
+}

@@ -1,0 +1,118 @@
+/**
+ * A backend that speaks the protocol. It reads `{url}/.well-known/proto` at start-up and every
+ * `refresh`, keeps the last good copy, and knows its current `{endpoint}` (DESIGN.md, Conventions:
+ * Backend URLs). A backend that is down does not stop the gateway; it is retried at every refresh.
+ */
+import type { Logger } from 'pino';
+import type { ProtoBackendConfig } from '../config/types.ts';
+import { createUrlRewriter, joinUrl, withSlash, type UrlRewriter } from '../manifest/rewrite.ts';
+import type { Manifest, ServiceEntry } from '../manifest/types.ts';
+import { getJson } from './backend-http.ts';
+
+/** How long one manifest read may take; a slow backend is treated as down for that refresh. */
+const MANIFEST_TIMEOUT_MS = 5_000;
+
+export type BackendListener = () => void;
+
+export class ProtoBackend {
+  readonly kind = 'proto';
+  readonly config: ProtoBackendConfig;
+  /** `{publicUrl}services/{id}/`. */
+  readonly publicBase: string;
+  #manifest: Manifest | undefined;
+  #lastError: string | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #listeners = new Set<BackendListener>();
+  #rewriter: UrlRewriter;
+  readonly #log: Logger;
+
+  constructor(config: ProtoBackendConfig, publicUrl: string, logger: Logger) {
+    this.config = config;
+    this.publicBase = `${publicUrl}services/${config.id}/`;
+    this.#log = logger.child({ backend: config.id });
+    this.#rewriter = createUrlRewriter([config.url], this.publicBase);
+  }
+
+  get id(): string {
+    return this.config.id;
+  }
+
+  /** The last good manifest, or undefined while none has been read. */
+  get manifest(): Manifest | undefined {
+    return this.#manifest;
+  }
+
+  /** Why the last read failed, or undefined after a good read. */
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+
+  /** Rewrites any backend address in a string to the public form. */
+  get rewrite(): UrlRewriter {
+    return this.#rewriter;
+  }
+
+  /** The base of every protocol path: its service's `http.endpoint`, or its `url` before a manifest was read. */
+  endpoint(): string {
+    return withSlash(primaryService(this.#manifest)?.[1].http?.endpoint ?? this.config.url);
+  }
+
+  /** Calls `listener` after every refresh that changed the manifest. */
+  onChange(listener: BackendListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Reads the manifest now, then every `refresh`. */
+  async start(): Promise<void> {
+    await this.refresh();
+    this.#timer = setInterval(() => void this.refresh(), this.config.refreshMs);
+  }
+
+  /** Reads the manifest once; keeps the last good copy on failure. */
+  async refresh(): Promise<void> {
+    try {
+      const answer = await getJson(joinUrl(this.config.url, '.well-known/proto'), {
+        headers: this.config.headers,
+        timeoutMs: Math.min(MANIFEST_TIMEOUT_MS, this.config.refreshMs),
+      });
+      if (answer.status !== 200 || !isManifest(answer.body)) throw new Error(`manifest answered ${answer.status} without a PROTO object`);
+      this.#accept(answer.body);
+    } catch (err) {
+      const message = (err as Error).message;
+      if (message !== this.#lastError) this.#log.warn({ err: message }, 'backend manifest unavailable; keeping the last good copy');
+      this.#lastError = message;
+    }
+  }
+
+  #accept(manifest: Manifest): void {
+    const changed = JSON.stringify(manifest) !== JSON.stringify(this.#manifest);
+    if (this.#lastError !== undefined) this.#log.info('backend manifest read');
+    this.#lastError = undefined;
+    if (!changed) return;
+    this.#manifest = manifest;
+    this.#rewriter = createUrlRewriter([this.config.url, this.endpoint()], this.publicBase);
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Stops refreshing. Safe to call twice. */
+  close(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+/**
+ * The service whose `http.endpoint` is the backend's endpoint: the first service that is not one
+ * of the protocol's own (`io.proto.*`), else the first with an endpoint.
+ */
+export function primaryService(manifest: Manifest | undefined): [string, ServiceEntry] | undefined {
+  if (!manifest) return undefined;
+  const entries = Object.entries(manifest.PROTO.services ?? {}).filter(([, s]) => s?.http?.endpoint);
+  return entries.find(([name]) => !name.startsWith('io.proto.')) ?? entries[0];
+}
+
+function isManifest(body: unknown): body is Manifest {
+  const proto = (body as Manifest | undefined)?.PROTO;
+  return !!proto && typeof proto === 'object' && typeof proto.services === 'object' && proto.services !== null;
+}

@@ -1,0 +1,56 @@
+/**
+ * What a route is: the contract between the HTTP core and the handlers that features contribute.
+ * Handlers see a `RequestContext` and return a `Reply`; protocol logic never sees node:http.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Scope } from '../config/types.ts';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** The authenticated caller. `anonymous` with every scope when `auth.type` is `none`. */
+export interface Principal {
+  id: string;
+  scopes: ReadonlySet<Scope>;
+}
+
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** Path parameters of the matched pattern (`*` holds the wildcard rest). */
+  params: Record<string, string>;
+  query: URLSearchParams;
+  principal: Principal;
+  requestId: string;
+  /** W3C trace context to forward to backends (the caller's, or a new one). */
+  traceparent: string;
+  log: Logger;
+  /** Reads and parses the JSON body within `server.bodyLimit` and `server.maxJsonDepth`; throws 413/400. */
+  json(): Promise<unknown>;
+}
+
+/** A JSON (or text) answer. `body` undefined = no body (204). */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Default `application/json` for objects; strings are sent as they are with this type. */
+  contentType?: string;
+}
+
+export interface Route {
+  method: Method;
+  /** find-my-way pattern, e.g. `/services/:id/events`. Also the `route` label of metrics. */
+  path: string;
+  /** Scope needed; default `read` for GET and `write` otherwise (DESIGN.md, Conventions: Scopes). */
+  scope?: Scope;
+  /** No credentials needed (discovery, health, schemas, spec pages). */
+  public?: boolean;
+  /** Returns a reply, or `undefined` when it wrote the response itself (streams, pass-through). */
+  handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
+}
+
+/** The default scope of a method. */
+export function defaultScope(method: Method): Scope {
+  return method === 'GET' ? 'read' : 'write';
+}

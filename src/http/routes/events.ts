@@ -1,0 +1,69 @@
+/**
+ * The event log over HTTP: `GET /events` (PROTOCOL.md 4.2), the event-type catalogue
+ * (`GET /events/catalogue`) and schemas (`GET /events/{schema}/{version}`, PROTOCOL.md 4.4), at the
+ * root and scoped to one backend under `/services/{id}/`.
+ */
+import type { BackendDirectory } from '../../backends/directory.ts';
+import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
+import type { EventsConfig } from '../../config/types.ts';
+import { ProtoError } from '../../errors.ts';
+import type { EventFilter, EventLog } from '../../log/EventLog.ts';
+import { readHistory } from '../../log/history.ts';
+import { isoTime, positiveInteger, text } from '../params.ts';
+import type { RequestContext, Route } from '../route.ts';
+
+export interface EventRoutesOptions {
+  log: EventLog;
+  catalogue: EventCatalogue;
+  backends: BackendDirectory;
+  events: EventsConfig;
+}
+
+/** The routes of the events capability. */
+export function eventRoutes(options: EventRoutesOptions): Route[] {
+  const history = async (ctx: RequestContext, backend?: string) => ({
+    status: 200,
+    body: await readHistory(options.log, options.events.pageSize, {
+      filter: filterOf(ctx.query, backend),
+      limit: positiveInteger(ctx.query, 'limit', options.events.pageSize.default),
+      after: text(ctx.query, 'after'),
+    }),
+  });
+  const scoped = (ctx: RequestContext) => {
+    if (!options.backends.get(ctx.params.id)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
+    return ctx.params.id;
+  };
+  const schema = async (ctx: RequestContext, backend?: string) => ({
+    status: 200,
+    body: await options.catalogue.schema(ctx.params.schema, ctx.params.version, backend),
+    contentType: 'application/schema+json',
+  });
+  return [
+    { method: 'GET', path: '/events', handle: (ctx) => history(ctx) },
+    { method: 'GET', path: '/services/:id/events', handle: (ctx) => history(ctx, scoped(ctx)) },
+    { method: 'GET', path: '/events/catalogue', handle: () => ({ status: 200, body: { events: options.catalogue.entries() } }) },
+    {
+      method: 'GET',
+      path: '/services/:id/events/catalogue',
+      handle: (ctx) => ({ status: 200, body: { events: options.catalogue.entries(scoped(ctx)) } }),
+    },
+    { method: 'GET', path: '/events/:schema/:version', handle: (ctx) => schema(ctx) },
+    { method: 'GET', path: '/services/:id/events/:schema/:version', handle: (ctx) => schema(ctx, scoped(ctx)) },
+  ];
+}
+
+function filterOf(query: URLSearchParams, backend: string | undefined): EventFilter {
+  const filter: EventFilter = {};
+  const type = text(query, 'type');
+  const source = text(query, 'source');
+  const correlationId = text(query, 'correlationId');
+  const fromMs = isoTime(query, 'from');
+  const toMs = isoTime(query, 'to');
+  if (type !== undefined) filter.type = type;
+  if (source !== undefined) filter.source = source;
+  if (correlationId !== undefined) filter.correlationId = correlationId;
+  if (backend !== undefined) filter.backend = backend;
+  if (fromMs !== undefined) filter.fromMs = fromMs;
+  if (toMs !== undefined) filter.toMs = toMs;
+  return filter;
+}

@@ -1,0 +1,131 @@
+/**
+ * Pass-through (http-proxy-3): every path under `/services/{id}/` of a proto backend that the
+ * gateway does not answer itself goes to the same path under that backend's endpoint. The caller's
+ * credentials never reach the backend; the backend's configured headers, `X-Forwarded-*` and the
+ * trace context are added; hop-by-hop headers are dropped; responses (SSE too) stream unbuffered.
+ * No answer within the timeout is a 504; an unreachable backend is a 503.
+ */
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { Transform } from 'node:stream';
+import { createProxyServer } from 'http-proxy-3';
+import type { BackendDirectory } from '../../backends/directory.ts';
+import { ProtoError } from '../../errors.ts';
+import { joinUrl } from '../../manifest/rewrite.ts';
+import { sendError } from '../respond.ts';
+import type { Route, RequestContext } from '../route.ts';
+
+/** RFC 9110 §7.6.1 connection-specific headers, never forwarded. */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+export interface PassThroughOptions {
+  backends: BackendDirectory;
+  /** Request headers carrying the caller's credentials (removed). */
+  credentialHeaders: string[];
+  /** Query parameter carrying the caller's key (removed), if any. */
+  credentialQueryParam?: string;
+  /** Time allowed until the backend's response headers, in milliseconds. */
+  timeoutMs: number;
+  /** Largest request body forwarded (`server.bodyLimit`), in bytes. */
+  maxBodyBytes: number;
+}
+
+interface InFlight {
+  timeoutMs: number;
+  timedOut: boolean;
+  tooLarge: boolean;
+  /** The request to the backend, once it exists. */
+  outgoing?: ClientRequest;
+}
+
+/** The catch-all routes under `/services/:id/*`, one per method. */
+export function passThroughRoutes(options: PassThroughOptions): Route[] {
+  const inFlight = new WeakMap<IncomingMessage, InFlight>();
+  const proxy = createProxyServer({ xfwd: true, changeOrigin: true, ignorePath: true });
+  proxy.on('proxyReq', (proxyReq, req) => {
+    const state = inFlight.get(req);
+    if (!state) return;
+    state.outgoing = proxyReq;
+    if (state.tooLarge) return void proxyReq.destroy();
+    const timer = setTimeout(() => {
+      state.timedOut = true;
+      proxyReq.destroy();
+    }, state.timeoutMs);
+    proxyReq.once('response', () => clearTimeout(timer));
+    proxyReq.once('close', () => clearTimeout(timer));
+  });
+  proxy.on('proxyRes', (proxyRes, _req, res) => {
+    // A stream's headers must reach the client now, not with its first event (which may be far off).
+    if (String(proxyRes.headers['content-type']).startsWith('text/event-stream')) {
+      process.nextTick(() => {
+        if (!res.headersSent) res.flushHeaders();
+      });
+    }
+  });
+  const handle = (ctx: RequestContext) => forward(ctx, options, proxy, inFlight);
+  return (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const).map((method) => ({ method, path: '/services/:id/*', handle }));
+}
+
+type Proxy = ReturnType<typeof createProxyServer<typeof IncomingMessage, typeof ServerResponse, Error>>;
+
+function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy, inFlight: WeakMap<IncomingMessage, InFlight>): undefined {
+  const backend = options.backends.get(ctx.params.id);
+  if (!backend) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
+  if (backend.kind !== 'proto') throw new ProtoError('NOT_FOUND', `no resource at ${new URL(ctx.req.url ?? '/', 'http://x').pathname}`);
+  const declared = Number(ctx.req.headers['content-length']);
+  if (declared > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
+  const target = targetUrl(backend.endpoint(), ctx, options.credentialQueryParam);
+  stripHeaders(ctx.req, options.credentialHeaders);
+  const state: InFlight = { timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false };
+  inFlight.set(ctx.req, state);
+  const body = ctx.req.pipe(
+    limitBody(options.maxBodyBytes, () => {
+      state.tooLarge = true;
+      state.outgoing?.destroy();
+    }),
+  );
+  const headers = { ...backend.config.headers, traceparent: ctx.traceparent };
+  proxy.web(ctx.req, ctx.res, { target, headers, buffer: body }, (err) => {
+    ctx.log.warn({ backend: backend.id, err: (err as Error).message, timedOut: state.timedOut }, 'pass-through failed');
+    if (ctx.res.headersSent) {
+      ctx.res.destroy();
+      return;
+    }
+    sendError(ctx.res, failure(state, options.maxBodyBytes));
+  });
+  return undefined;
+}
+
+function failure(state: InFlight, maxBodyBytes: number): ProtoError {
+  if (state.tooLarge) return tooLarge(maxBodyBytes);
+  if (state.timedOut) return new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time');
+  return new ProtoError('BACKEND_UNAVAILABLE', 'the backend is unavailable');
+}
+
+function tooLarge(maxBytes: number): ProtoError {
+  return new ProtoError('PAYLOAD_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, { limit: maxBytes });
+}
+
+/** Passes a streamed body through, failing it once more than `maxBytes` went by. */
+function limitBody(maxBytes: number, onExceeded: () => void): Transform {
+  let size = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      if (size <= maxBytes) return done(null, chunk);
+      onExceeded();
+      done(new Error('request body over the limit'));
+    },
+  });
+}
+
+function targetUrl(endpoint: string, ctx: RequestContext, credentialQueryParam: string | undefined): string {
+  const query = new URLSearchParams(ctx.query);
+  if (credentialQueryParam) query.delete(credentialQueryParam);
+  const search = query.size > 0 ? `?${query}` : '';
+  return joinUrl(endpoint, ctx.params['*'] ?? '') + search;
+}
+
+function stripHeaders(req: IncomingMessage, credentialHeaders: string[]): void {
+  const listed = String(req.headers.connection ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean);
+  for (const name of [...HOP_BY_HOP, ...listed, ...credentialHeaders]) delete req.headers[name];
+}

@@ -1,0 +1,126 @@
+/**
+ * The HTTP front: node:http plus the route table. Every request goes through the order of checks of
+ * DESIGN.md (route 404/405 → authentication 401 → scope 403 → the handler, which reads its body
+ * within the size and depth limits), gets an `X-Request-Id`, is logged once and counted in the
+ * metrics. Every refusal is the protocol's error body.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { isProtoError, ProtoError } from '../errors.ts';
+import type { HttpMetrics } from '../metrics/http.ts';
+import { requireScope, type Authenticator } from './auth.ts';
+import { readJson, type BodyLimits } from './body.ts';
+import type { Cors } from './cors.ts';
+import { sendError, sendReply } from './respond.ts';
+import { defaultScope, type Principal, type RequestContext } from './route.ts';
+import type { Router } from './router.ts';
+import { requestIdOf, traceparentOf } from './trace.ts';
+
+export interface HttpServerOptions {
+  router: Router;
+  authenticate: Authenticator;
+  cors: Cors;
+  limits: BodyLimits;
+  logger: Logger;
+  metrics: HttpMetrics;
+}
+
+/** A listening HTTP front with an idempotent, draining `close()`. */
+export interface HttpServer {
+  readonly server: Server;
+  listen(host: string, port: number): Promise<AddressInfo>;
+  /** Stops accepting, lets in-flight requests finish within `timeoutMs`, then cuts what is left. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+/** Builds the HTTP front. Nothing listens until `listen()`. */
+export function createHttpServer(options: HttpServerOptions): HttpServer {
+  const server = createServer({ keepAliveTimeout: 5_000, requestTimeout: 0 }, (req, res) => {
+    void handle(options, req, res);
+  });
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    server,
+    listen: (host, port) =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve(server.address() as AddressInfo);
+        });
+      }),
+    close(timeoutMs) {
+      closing ??= drain(server, timeoutMs);
+      return closing;
+    },
+  };
+}
+
+async function drain(server: Server, timeoutMs: number): Promise<void> {
+  if (!server.listening) return;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const deadline = setTimeout(() => server.closeAllConnections(), timeoutMs);
+  await closed;
+  clearTimeout(deadline);
+}
+
+async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = process.hrtime.bigint();
+  const requestId = requestIdOf(req);
+  const log = options.logger.child({ reqId: requestId });
+  const url = new URL(req.url ?? '/', 'http://gateway.invalid');
+  const method = req.method ?? 'GET';
+  let routeLabel = 'unmatched';
+  res.setHeader('X-Request-Id', requestId);
+  options.cors.apply(req, res);
+  res.once('close', () => {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    options.metrics.observe(routeLabel, method, res.statusCode, seconds);
+    log.info({ method, path: url.pathname, route: routeLabel, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'request');
+  });
+  try {
+    const match = options.router.match(method, url.pathname);
+    if ('options' in match) {
+      if (!options.cors.preflight(req, res, match.options)) sendReply(res, { status: 204, headers: { Allow: match.options.join(', ') } });
+      return;
+    }
+    routeLabel = match.route.path;
+    const principal = match.route.public ? anonymousCaller() : options.authenticate(req, url.searchParams);
+    if (!match.route.public) requireScope(principal, match.route.scope ?? defaultScope(match.route.method));
+    const ctx: RequestContext = {
+      req,
+      res,
+      params: match.params,
+      query: url.searchParams,
+      principal,
+      requestId,
+      traceparent: traceparentOf(req),
+      log,
+      json: () => readJson(req, options.limits),
+    };
+    const reply = await match.route.handle(ctx);
+    if (reply) sendReply(res, reply);
+  } catch (err) {
+    fail(res, log, err);
+  }
+}
+
+function fail(res: ServerResponse, log: Logger, err: unknown): void {
+  if (!isProtoError(err)) log.error({ err }, 'unhandled error');
+  else if (err.status >= 500) log.warn({ code: err.code, msg: err.message }, 'request failed');
+  const error = isProtoError(err) ? err : new ProtoError('INTERNAL', 'internal error');
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendError(res, error);
+}
+
+function anonymousCaller(): Principal {
+  return { id: 'public', scopes: new Set() };
+}

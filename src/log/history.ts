@@ -1,0 +1,32 @@
+/**
+ * `GET /events` (PROTOCOL.md 4.2) over the log: filters, a page size capped at
+ * `events.pageSize.max`, and opaque keyset cursors bound to the filters.
+ */
+import type { EventsConfig } from '../config/types.ts';
+import type { CloudEvent, EventFilter, EventLog } from './EventLog.ts';
+import { decodeCursor, encodeCursor, filterKey } from './cursor.ts';
+
+/** The body of `GET /events` (PROTOCOL.md 2.7, event list). */
+export interface EventList {
+  events: CloudEvent[];
+  nextCursor?: string;
+}
+
+export interface HistoryRequest {
+  filter: EventFilter;
+  /** Requested page size, or undefined for the default. */
+  limit?: number;
+  /** The `after` cursor, if any. */
+  after?: string;
+}
+
+/** Reads one page of history; throws `INVALID_CURSOR` for a cursor made for other filters. */
+export async function readHistory(log: EventLog, pageSize: EventsConfig['pageSize'], request: HistoryRequest): Promise<EventList> {
+  const key = filterKey(request.filter);
+  const after = request.after === undefined ? 0 : decodeCursor(request.after, key);
+  const limit = Math.min(request.limit ?? pageSize.default, pageSize.max);
+  const page = await log.query(request.filter, after, limit);
+  const list: EventList = { events: page.events.map((stored) => stored.event) };
+  if (page.next !== undefined) list.nextCursor = encodeCursor(page.next, key);
+  return list;
+}

@@ -1,0 +1,135 @@
+/**
+ * The command line (DESIGN.md, "The CLI"):
+ *   proto-gateway serve    [--config FILE]   run the gateway; JSON log lines on stdout
+ *   proto-gateway validate [--config FILE]   `ok` and exit 0, or `file:line:col: message` lines on stderr and exit 1
+ *   proto-gateway manifest [--config FILE]   print the aggregated manifest as JSON on stdout
+ * The config file defaults to `$PROTO_GATEWAY_CONFIG`, else `config/gateway.yaml`. A missing file
+ * or a usage error exits 2. Only `serve` logs on stdout; the others log on stderr.
+ */
+import { existsSync } from 'node:fs';
+import pino from 'pino';
+import { startGateway } from './app.ts';
+import { BackendDirectory } from './backends/directory.ts';
+import { ConfigError, formatProblems, loadConfig } from './config/load.ts';
+import type { GatewayConfig } from './config/types.ts';
+import { PublicManifest } from './manifest/public-manifest.ts';
+import { gatewayCapabilitySpecs } from './manifest/gateway-capabilities.ts';
+import { GATEWAY_VERSION } from './version.ts';
+
+const USAGE = `usage: proto-gateway <serve|validate|manifest> [--config FILE]
+  serve      run the gateway (default config: $PROTO_GATEWAY_CONFIG or config/gateway.yaml)
+  validate   check a configuration file: prints "ok", or one file:line:col: message line per problem
+  manifest   print the aggregated public manifest as JSON
+`;
+
+type Command = 'serve' | 'validate' | 'manifest';
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): { command: Command; config: string } {
+  const args = [...argv];
+  const command = (args[0] && !args[0].startsWith('-') ? args.shift() : 'serve') as Command;
+  if (!['serve', 'validate', 'manifest'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  let config = process.env.PROTO_GATEWAY_CONFIG || 'config/gateway.yaml';
+  while (args.length > 0) {
+    const arg = args.shift() as string;
+    if (arg === '--config' || arg === '-c') {
+      const value = args.shift();
+      if (!value) throw new UsageError('--config needs a file');
+      config = value;
+    } else if (arg.startsWith('--config=')) config = arg.slice('--config='.length);
+    else throw new UsageError(`unknown argument "${arg}"`);
+  }
+  return { command, config };
+}
+
+async function load(file: string): Promise<GatewayConfig | number> {
+  if (!existsSync(file)) {
+    process.stderr.write(`${file}: no such file\n`);
+    return 2;
+  }
+  try {
+    return await loadConfig(file);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${formatProblems(err.problems)}\n`);
+    return 1;
+  }
+}
+
+async function validate(file: string): Promise<number> {
+  const config = await load(file);
+  if (typeof config === 'number') return config;
+  process.stdout.write('ok\n');
+  return 0;
+}
+
+async function manifest(file: string): Promise<number> {
+  const config = await load(file);
+  if (typeof config === 'number') return config;
+  const logger = pino({ level: 'warn' }, pino.destination(2));
+  const publicUrl = config.server.publicUrl ?? `http://${config.server.host}:${config.server.port}/`;
+  const backends = new BackendDirectory(config.backends, publicUrl, logger);
+  await Promise.all(backends.proto().map((b) => b.refresh()));
+  const current = new PublicManifest({
+    protocolVersion: config.protocol.version,
+    gatewayVersion: GATEWAY_VERSION,
+    publicUrl,
+    auth: config.auth,
+    capabilities: gatewayCapabilitySpecs(config),
+    backends,
+  }).current();
+  process.stdout.write(`${JSON.stringify(current, null, 2)}\n`);
+  return 0;
+}
+
+async function serve(file: string): Promise<number | undefined> {
+  const config = await load(file);
+  if (typeof config === 'number') return config;
+  const logger = pino({ base: { service: 'proto-gateway' } });
+  const gateway = await startGateway(config, { logger });
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    gateway.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  return undefined;
+}
+
+async function main(argv: string[]): Promise<number | undefined> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`${err.message}\n${USAGE}`);
+    return 2;
+  }
+  if (parsed.command === 'validate') return validate(parsed.config);
+  if (parsed.command === 'manifest') return manifest(parsed.config);
+  return serve(parsed.config);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`proto-gateway: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

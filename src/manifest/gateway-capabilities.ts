@@ -1,0 +1,25 @@
+/**
+ * The capabilities the gateway implements so far, each with exactly the routes that exist
+ * (never `active` with a missing route). Later features add theirs here.
+ */
+import type { GatewayConfig } from '../config/types.ts';
+import type { CapabilitySpec } from './capabilities.ts';
+
+/** The events capability: the one log, its catalogue and schemas. */
+export const EVENTS_CAPABILITY: CapabilitySpec = {
+  name: 'io.proto.agents.events',
+  version: '1.0.0',
+  description: 'One CloudEvents log of every backend: history with filters and cursors, the event-type catalogue and schemas.',
+  schemaName: 'event-list',
+  endpoints: [
+    { method: 'GET', path: '/events', description: 'Historical query: type, correlationId, source, from, to, limit, after' },
+    { method: 'GET', path: '/events/catalogue', description: 'Event-type catalogue' },
+    { method: 'GET', path: '/events/{schema}/{version}', description: 'JSON Schema of a typed event' },
+  ],
+  push: { sse: false, webhook: false, mcp: false, a2a: false },
+};
+
+/** The gateway's capability specs for a configuration. */
+export function gatewayCapabilitySpecs(_config: GatewayConfig): CapabilitySpec[] {
+  return [EVENTS_CAPABILITY];
+}

@@ -1,0 +1,65 @@
+/**
+ * The current public manifest, rebuilt only when a backend's manifest changed (not per request).
+ */
+import type { AuthConfig } from '../config/types.ts';
+import type { BackendDirectory } from '../backends/directory.ts';
+import { aggregateManifest, backendManifest } from './aggregate.ts';
+import { gatewayCapabilities, type CapabilitySpec } from './capabilities.ts';
+import type { Manifest } from './types.ts';
+
+export interface PublicManifestOptions {
+  protocolVersion: string;
+  gatewayVersion: string;
+  publicUrl: string;
+  auth: AuthConfig;
+  capabilities: CapabilitySpec[];
+  backends: BackendDirectory;
+}
+
+export class PublicManifest {
+  readonly #options: PublicManifestOptions;
+  #cached: Manifest | undefined;
+  readonly #scoped = new Map<string, Manifest>();
+
+  constructor(options: PublicManifestOptions) {
+    this.#options = options;
+    for (const backend of options.backends.proto()) backend.onChange(() => this.invalidate());
+  }
+
+  /** The aggregated manifest. */
+  current(): Manifest {
+    const o = this.#options;
+    this.#cached ??= aggregateManifest({
+      protocolVersion: o.protocolVersion,
+      gatewayVersion: o.gatewayVersion,
+      publicUrl: o.publicUrl,
+      auth: o.auth,
+      capabilities: gatewayCapabilities(o.capabilities, o.publicUrl),
+      backends: o.backends.list(),
+    });
+    return this.#cached;
+  }
+
+  /** One backend's part, or undefined for an unknown id. */
+  forBackend(id: string): Manifest | undefined {
+    const backend = this.#options.backends.get(id);
+    if (!backend) return undefined;
+    let manifest = this.#scoped.get(id);
+    if (!manifest) {
+      manifest = backendManifest(backend, this.#options);
+      this.#scoped.set(id, manifest);
+    }
+    return manifest;
+  }
+
+  /** The gateway's own capability specs (for the spec pages). */
+  get capabilities(): CapabilitySpec[] {
+    return this.#options.capabilities;
+  }
+
+  /** Forgets the cached copies; the next read rebuilds them. */
+  invalidate(): void {
+    this.#cached = undefined;
+    this.#scoped.clear();
+  }
+}

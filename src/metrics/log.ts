@@ -1,0 +1,25 @@
+/**
+ * Log metrics: its size, read when scraped.
+ */
+import { Gauge, type Registry } from 'prom-client';
+import type { EventLog } from '../log/EventLog.ts';
+
+/** Registers `proto_gateway_log_events` (events currently in the log) and `proto_gateway_log_head_position`. */
+export function logMetrics(registry: Registry, log: EventLog): void {
+  new Gauge({
+    name: 'proto_gateway_log_events',
+    help: 'Events currently in the log.',
+    registers: [registry],
+    async collect() {
+      this.set(await log.count());
+    },
+  });
+  new Gauge({
+    name: 'proto_gateway_log_head_position',
+    help: 'Position of the newest event in the log (grows by one per appended event).',
+    registers: [registry],
+    async collect() {
+      this.set(await log.head());
+    },
+  });
+}
