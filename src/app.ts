@@ -12,6 +12,7 @@ import { discoveryRoutes } from './http/routes/discovery.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { opsRoutes } from './http/routes/ops.ts';
 import { passThroughRoutes } from './http/routes/passthrough.ts';
+import type { Route } from './http/route.ts';
 import { Router } from './http/router.ts';
 import { createHttpServer } from './http/server.ts';
 import { EventCatalogue } from './catalogue/event-catalogue.ts';
@@ -32,6 +33,12 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Default: a new registry with the default process metrics. */
   registry?: Registry;
+}
+
+/** A part with a lifecycle: `start()` once at boot, `close()` at shutdown (safe to call twice). */
+export interface Component {
+  start?(): Promise<void> | void;
+  close(): Promise<void> | void;
 }
 
 /** A running gateway. */
@@ -89,11 +96,20 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   });
   const carriers = credentialCarriers(config.auth);
   let ready = false;
-  router.add([
+  /** Started in order after the backends' manifests are read; closed in reverse order after the HTTP drain. */
+  const components: Component[] = [catalogue];
+  const routes: Route[] = [
     ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (ready ? [] : ['starting']) }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events }),
+  ];
+
+  const ingestors = createIngestors({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
+  components.push(...[...ingestors.values()].flat(), new Pruner(log, config.events.retention, logger));
+
+  // The pass-through is the fallback under /services/{id}/: feature routes above win over it.
+  routes.push(
     ...passThroughRoutes({
       backends,
       credentialHeaders: carriers.headers,
@@ -101,14 +117,11 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       timeoutMs: config.commands.dispatch.timeoutMs,
       maxBodyBytes: config.server.bodyLimitBytes,
     }),
-  ]);
+  );
+  router.add(routes);
 
-  await Promise.all([backends.start(), catalogue.start()]);
-  const ingestors = createIngestors({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
-  const all = [...ingestors.values()].flat();
-  for (const ingestor of all) ingestor.start();
-  const pruner = new Pruner(log, config.events.retention, logger);
-  pruner.start();
+  await backends.start();
+  for (const component of components) await component.start?.();
   ready = true;
   logger.info({ url, publicUrl, backends: backends.list().map((b) => b.id) }, 'listening');
   return {
@@ -123,9 +136,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     close: once(async () => {
       ready = false;
       backends.close();
-      await Promise.all([...all.map((i) => i.close()), pruner.close()]);
       await http.close(config.server.shutdownTimeoutMs);
-      await catalogue.close();
+      for (const component of components.reverse()) await component.close();
       await log.close();
       logger.info('stopped');
     }),
