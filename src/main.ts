@@ -87,22 +87,26 @@ async function serve(file: string): Promise<number | undefined> {
   const config = await load(file);
   if (typeof config === 'number') return config;
   const logger = pino({ base: { service: 'proto-gateway' } });
-  const gateway = await startGateway(config, { logger });
+  // Handlers first: a signal that arrives while the gateway starts still shuts it down cleanly.
+  const started = startGateway(config, { logger });
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
     stopping = true;
     logger.info({ signal }, 'shutting down');
-    gateway.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    started
+      .then((gateway) => gateway.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  await started;
   return undefined;
 }
 

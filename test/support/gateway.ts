@@ -6,7 +6,6 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { Registry } from 'prom-client';
 import { startGateway, type Gateway } from '../../src/app.ts';
 import { parseConfig } from '../../src/config/load.ts';
 
@@ -25,7 +24,7 @@ export function gatewayYaml(body = '', storage = 'storage: { driver: memory }'):
 /** Starts a gateway from YAML; `file` decides where relative paths point. */
 export async function startTestGateway(yaml: string, env: NodeJS.ProcessEnv = {}, file = join(tempDir(), 'gateway.yaml')): Promise<Gateway> {
   const config = await parseConfig(yaml, file, env);
-  const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), registry: new Registry() });
+  const gateway = await startGateway(config, { logger: pino({ level: 'silent' }) });
   track(gateway);
   return gateway;
 }
