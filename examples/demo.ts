@@ -62,8 +62,6 @@ function usage(base: string): string {
     post(placeOrder),
     '# authorize a payment on the protocol service',
     post(authorize),
-    '# a query mapped onto GET /orders',
-    `curl -s '${base}queries/list-orders?status=created'`,
     '',
     'Ctrl-C stops everything.',
     '',
