@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pino from 'pino';
 import { startGateway } from '../src/app.ts';
 import { loadConfig } from '../src/config/load.ts';
 import type { GatewayConfig } from '../src/config/types.ts';
@@ -85,7 +86,8 @@ async function main(): Promise<void> {
     const payments = await startPaymentsService({ port: ports.payments });
     started.push(payments);
     applyBackendUrls(config, { orders: orders.url, payments: payments.url });
-    const gateway = await startGateway(config);
+    // Request lines at info would bury the instructions; LOG_LEVEL=info shows them.
+    const gateway = await startGateway(config, { logger: pino({ level: process.env.LOG_LEVEL ?? 'warn' }) });
     started.push(gateway);
     closeOnSignal(closeAll);
     console.log(usage(gateway.url.endsWith('/') ? gateway.url : `${gateway.url}/`));

@@ -67,6 +67,8 @@ const maxSlowMs = 60_000;
 
 /** The service's state, shared by every handler. */
 interface PaymentsState {
+  /** Names this run of the service in its cursors. */
+  instance: string;
   endpoint: string;
   log: EventLog;
   desk: CommandDesk;
@@ -106,13 +108,17 @@ function publish(state: PaymentsState, type: string, data: object, correlationid
   return event;
 }
 
-/** The opaque `nextCursor` for log index `index`, and back. */
+/**
+ * The opaque `nextCursor` for log index `index`, and back. The log lives only while the service
+ * runs, so a cursor names its instance: a restarted service refuses stale cursors instead of
+ * silently reading from the wrong place.
+ */
 const cursor = {
-  encode: (index: number): string => Buffer.from(`e${index}`).toString('base64url'),
-  decode(text: string): number {
-    const match = /^e(\d+)$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
-    if (!match) throw new Refusal(400, 'INVALID_CURSOR', 'after is not a cursor this service issued');
-    return Number(match[1]);
+  encode: (instance: string, index: number): string => Buffer.from(`${instance}:${index}`).toString('base64url'),
+  decode(instance: string, text: string): number {
+    const match = /^([0-9a-f]{8}):(\d+)$/.exec(Buffer.from(text, 'base64url').toString('utf8'));
+    if (!match || match[1] !== instance) throw new Refusal(400, 'INVALID_CURSOR', 'after is not a cursor this service issued');
+    return Number(match[2]);
   },
 };
 
@@ -146,8 +152,8 @@ function streamFilter(url: URL): EventFilter {
 function listEvents(state: PaymentsState, { res, url }: Exchange): void {
   const filter: EventFilter = { ...streamFilter(url), from: timeParam(url, 'from'), to: timeParam(url, 'to') };
   const after = url.searchParams.get('after');
-  const page = state.log.page(filter, after === null ? 0 : cursor.decode(after), limitParam(url));
-  sendJson(res, 200, page.next === undefined ? { events: page.events } : { events: page.events, nextCursor: cursor.encode(page.next) });
+  const page = state.log.page(filter, after === null ? 0 : cursor.decode(state.instance, after), limitParam(url));
+  sendJson(res, 200, page.next === undefined ? { events: page.events } : { events: page.events, nextCursor: cursor.encode(state.instance, page.next) });
 }
 
 function streamEvents(state: PaymentsState, { req, res, url }: Exchange): void {
@@ -355,6 +361,7 @@ function normalizeBasePath(basePath: string): string {
 export async function startPaymentsService(opts: PaymentsServiceOptions = {}): Promise<PaymentsService> {
   const basePath = normalizeBasePath(opts.basePath ?? '/');
   const state: PaymentsState = {
+    instance: randomUUID().slice(0, 8),
     endpoint: '',
     log: createEventLog(),
     desk: createCommandDesk(),

@@ -138,19 +138,33 @@ export class ProtoFollower {
 
   /** Reads, checks and appends one page; `more` when the backend gave a new `nextCursor`. */
   async #readPage(state: FollowState, signal?: AbortSignal): Promise<{ next: FollowState; more: boolean }> {
-    const body = await getJson(this.#pageUrl(state), {
-      headers: this.#options.headers,
-      timeoutMs: this.#options.timeoutMs,
-      maxBodyBytes: this.#options.maxBodyBytes,
-      signal,
-      dispatcher: this.#options.dispatcher,
-    });
+    let body: unknown;
+    try {
+      body = await this.#fetchPage(state, signal);
+    } catch (err) {
+      if (state.cursor === undefined || !isRefusal(err)) throw err;
+      // The backend no longer knows our cursor (its log was reset, or its cursor format changed):
+      // resume by time instead; the events read again are de-duplicated by id.
+      this.#logger.warn({ status: (err as ProtoError).details?.status }, 'backend refused the stored cursor; resuming from the newest event time');
+      state = { ...state, cursor: undefined };
+      body = await this.#fetchPage(state, signal);
+    }
     const list = eventListOf(body);
     const events = this.#accept(list.events);
     const next: FollowState = { ...state, fromTime: newestTime(state.fromTime, events) };
     if (list.nextCursor !== undefined) next.cursor = list.nextCursor;
     await this.#store(events, state, next);
     return { next, more: list.nextCursor !== undefined && list.nextCursor !== state.cursor };
+  }
+
+  #fetchPage(state: FollowState, signal?: AbortSignal): Promise<unknown> {
+    return getJson(this.#pageUrl(state), {
+      headers: this.#options.headers,
+      timeoutMs: this.#options.timeoutMs,
+      maxBodyBytes: this.#options.maxBodyBytes,
+      signal,
+      dispatcher: this.#options.dispatcher,
+    });
   }
 
   #pageUrl(state: FollowState): string {
@@ -301,4 +315,10 @@ function followStateOf(value: unknown): FollowState {
   if (typeof raw.fromTime === 'string') state.fromTime = raw.fromTime;
   if (typeof raw.lastEventId === 'string') state.lastEventId = raw.lastEventId;
   return state;
+}
+
+/** A 4xx answer: the backend understood the request and refused it (as opposed to being down). */
+function isRefusal(err: unknown): boolean {
+  const status = err instanceof ProtoError ? err.details?.status : undefined;
+  return typeof status === 'number' && status >= 400 && status < 500;
 }

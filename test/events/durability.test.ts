@@ -98,4 +98,20 @@ describe('durability of the log and its checkpoints', () => {
     expect(new Set(ids)).toEqual(new Set(emitted));
     expect(ids).toEqual(emitted);
   });
+
+  it('keeps following a backend that restarted with a fresh log and refuses the stored cursor', async () => {
+    const dir = tempDir();
+    const first = await startPaymentsService({ port: 0 });
+    const port = Number(new URL(first.url).port);
+    // More than one page, so the gateway holds a cursor of the first instance.
+    for (let i = 0; i < 150; i++) first.emit('PaymentNoticedV1', { generation: 1, i });
+    const gw = await startTestGateway(yaml(dir, first.url), {}, join(dir, 'gateway.yaml'));
+    await eventually(async () => (await gw.log.count()) === 150);
+    expect(JSON.parse((await gw.log.checkpoint('follow:payments')) as string).cursor).toBeTypeOf('string');
+    await first.close();
+    const second = track(await startPaymentsService({ port }));
+    const fresh = second.emit('PaymentNoticedV1', { generation: 2 });
+    await eventually(async () => (await gw.log.positionOf(fresh.id)) !== undefined);
+    expect(await gw.log.count()).toBe(151);
+  });
 });
