@@ -23,6 +23,7 @@ import { openEventLog } from './log/open-log.ts';
 import { Pruner } from './log/pruner.ts';
 import { gatewayCapabilitySpecs } from './manifest/gateway-capabilities.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
+import { backendMetrics } from './metrics/backends.ts';
 import { httpMetrics } from './metrics/http.ts';
 import { ingestMetrics } from './metrics/ingest.ts';
 import { logMetrics } from './metrics/log.ts';
@@ -84,6 +85,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   const publicUrl = config.server.publicUrl ?? url;
 
   const backends = new BackendDirectory(config.backends, publicUrl, logger);
+  backendMetrics(registry, backends);
   const capabilities = gatewayCapabilitySpecs(config);
   const catalogue = new EventCatalogue({ publicUrl, log, backends, logger });
   const manifest = new PublicManifest({

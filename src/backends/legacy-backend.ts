@@ -4,9 +4,12 @@
  */
 import type { LegacyBackendConfig } from '../config/types.ts';
 import { createUrlRewriter, type UrlRewriter } from '../manifest/rewrite.ts';
+import { CircuitBreaker } from './circuit-breaker.ts';
 
 export class LegacyBackend {
   readonly kind = 'legacy';
+  /** Shared by dispatch, queries and the pass-through. */
+  readonly circuit: CircuitBreaker;
   readonly config: LegacyBackendConfig;
   /** `{publicUrl}services/{id}/`. */
   readonly publicBase: string;
@@ -15,6 +18,7 @@ export class LegacyBackend {
 
   constructor(config: LegacyBackendConfig, publicUrl: string) {
     this.config = config;
+    this.circuit = new CircuitBreaker({ failures: config.circuit.failures, cooldownMs: config.circuit.cooldownMs });
     this.publicBase = `${publicUrl}services/${config.id}/`;
     this.rewrite = createUrlRewriter([config.url], this.publicBase);
   }

@@ -8,6 +8,7 @@ import type { ProtoBackendConfig } from '../config/types.ts';
 import { createUrlRewriter, joinUrl, withSlash, type UrlRewriter } from '../manifest/rewrite.ts';
 import type { Manifest, ServiceEntry } from '../manifest/types.ts';
 import { getJson } from './backend-http.ts';
+import { CircuitBreaker } from './circuit-breaker.ts';
 
 /** How long one manifest read may take; a slow backend is treated as down for that refresh. */
 const MANIFEST_TIMEOUT_MS = 5_000;
@@ -16,6 +17,8 @@ export type BackendListener = () => void;
 
 export class ProtoBackend {
   readonly kind = 'proto';
+  /** Shared by dispatch, queries and the pass-through. */
+  readonly circuit: CircuitBreaker;
   readonly config: ProtoBackendConfig;
   /** `{publicUrl}services/{id}/`. */
   readonly publicBase: string;
@@ -28,6 +31,7 @@ export class ProtoBackend {
 
   constructor(config: ProtoBackendConfig, publicUrl: string, logger: Logger) {
     this.config = config;
+    this.circuit = new CircuitBreaker({ failures: config.circuit.failures, cooldownMs: config.circuit.cooldownMs });
     this.publicBase = `${publicUrl}services/${config.id}/`;
     this.#log = logger.child({ backend: config.id });
     this.#rewriter = createUrlRewriter([config.url], this.publicBase);

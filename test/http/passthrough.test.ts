@@ -128,3 +128,28 @@ describe('pass-through under /services/{id}/', () => {
     expect(res.body.error.code).toBe('SERVICE_NOT_FOUND');
   });
 });
+
+describe('pass-through and the backend\'s circuit', () => {
+  it('opens after consecutive failures, refuses without calling the backend, and closes when a probe succeeds', async () => {
+    const port = await freePort();
+    const gw = await startTestGateway(
+      proxyYaml(`http://127.0.0.1:${port}`).replace('headers: { X-Backend-Token: backend-secret }', 'circuit: { failures: 2, cooldown: 300ms }') + '\nmetrics: { public: true }',
+    );
+    const get = () => getJson(`${gw.url}services/echo/x`, { headers: { 'x-api-key': 'ops-key' } });
+    expect((await get()).body.error.details?.circuit).toBeUndefined();
+    expect((await get()).body.error.details?.circuit).toBeUndefined();
+    const open = await get();
+    expect(open.status).toBe(503);
+    expect(open.body.error).toMatchObject({ code: 'BACKEND_UNAVAILABLE', details: { circuit: 'open' } });
+    expect(open.headers.get('retry-after')).toBe('1');
+    expect(await (await fetch(`${gw.url}metrics`)).text()).toMatch(/proto_gateway_backend_circuit_state\{backend="echo"\} 2/);
+
+    const { createServer } = await import('node:http');
+    const server = createServer((_req, res) => res.end('{"back":true}'));
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    track({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    await new Promise((r) => setTimeout(r, 350));
+    expect((await get()).body).toEqual({ back: true });
+    expect(await (await fetch(`${gw.url}metrics`)).text()).toMatch(/proto_gateway_backend_circuit_state\{backend="echo"\} 0/);
+  });
+});

@@ -8,6 +8,7 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
+import type { CircuitBreaker } from '../../backends/circuit-breaker.ts';
 import type { BackendDirectory } from '../../backends/directory.ts';
 import { ProtoError } from '../../errors.ts';
 import { joinUrl } from '../../manifest/rewrite.ts';
@@ -73,6 +74,8 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   if (backend.kind !== 'proto') throw new ProtoError('NOT_FOUND', `no resource at ${new URL(ctx.req.url ?? '/', 'http://x').pathname}`);
   const declared = Number(ctx.req.headers['content-length']);
   if (declared > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
+  backend.circuit.admit();
+  settleCircuit(ctx, backend.circuit);
   const target = targetUrl(backend.endpoint(), ctx, options.credentialQueryParam);
   stripHeaders(ctx.req, options.credentialHeaders);
   const state: InFlight = { timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false };
@@ -93,6 +96,21 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
     sendError(ctx.res, failure(state, options.maxBodyBytes));
   });
   return undefined;
+}
+
+/**
+ * Reports the call's outcome to the circuit once: a 5xx or no answer at all (timeout, refused
+ * connection) is a failure; any other answer a success; a client that went away tells nothing.
+ */
+function settleCircuit(ctx: RequestContext, circuit: CircuitBreaker): void {
+  let settled = false;
+  const settle = (outcome: 'succeeded' | 'failed' | 'released') => {
+    if (settled) return;
+    settled = true;
+    circuit[outcome]();
+  };
+  ctx.res.once('finish', () => settle(ctx.res.statusCode >= 500 ? 'failed' : 'succeeded'));
+  ctx.res.once('close', () => settle(ctx.res.writableFinished ? (ctx.res.statusCode >= 500 ? 'failed' : 'succeeded') : 'released'));
 }
 
 function failure(state: InFlight, maxBodyBytes: number): ProtoError {
