@@ -28,6 +28,7 @@ import { httpMetrics } from './metrics/http.ts';
 import { ingestMetrics } from './metrics/ingest.ts';
 import { logMetrics } from './metrics/log.ts';
 import { GATEWAY_VERSION } from './version.ts';
+import { createCommandPath } from './command-path.ts';
 
 export interface GatewayOptions {
   /** Default: pino JSON lines on stdout. */
@@ -96,6 +97,9 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     capabilities,
     backends,
   });
+  const commands = await createCommandPath({
+    config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
+  });
   const carriers = credentialCarriers(config.auth);
   let ready = false;
   /** Started in order after the backends' manifests are read; closed in reverse order after the HTTP drain. */
@@ -104,11 +108,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (ready ? [] : ['starting']) }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
-    ...eventRoutes({ log, catalogue, backends, events: config.events }),
+    ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
   ];
 
   const ingestors = createIngestors({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
   components.push(...[...ingestors.values()].flat(), new Pruner(log, config.events.retention, logger));
+
+  components.push(...commands.components);
+  routes.push(...commands.routes);
 
   // The pass-through is the fallback under /services/{id}/: feature routes above win over it.
   routes.push(

@@ -101,6 +101,15 @@ export class EventCatalogue {
     return fetched;
   }
 
+  /**
+   * Learns event types a backend declares it produces (the `produces` lists of its command
+   * schemas) before any of them is seen in the log. They are listed untyped until an event of the
+   * type arrives with a `dataschema`.
+   */
+  addProduced(backendId: string, types: string[]): void {
+    for (const type of types) this.#learn({ type, backend: backendId, typed: false });
+  }
+
   #observe(events: StoredEvent[]): void {
     let learned = false;
     for (const { backend, event } of events) {
@@ -112,7 +121,8 @@ export class EventCatalogue {
 
   #learn(known: KnownType): boolean {
     const key = keyOf(known.type);
-    if (this.#types.has(key)) return false;
+    const existing = this.#types.get(key);
+    if (existing) return upgraded(existing, known);
     if (this.#types.size >= MAX_EVENT_TYPES) {
       this.#options.logger.warn({ type: known.type, backend: known.backend }, 'event catalogue is full; type not listed');
       return false;
@@ -128,6 +138,13 @@ export class EventCatalogue {
       this.#options.logger.warn({ err }, 'could not save the event catalogue');
     }
   }
+}
+
+/** A type first learned untyped (from a `produces` list) becomes typed when its backend sends a typed event. */
+function upgraded(existing: KnownType, seen: KnownType): boolean {
+  if (existing.typed || !seen.typed || existing.backend !== seen.backend || existing.type !== seen.type) return false;
+  existing.typed = true;
+  return true;
 }
 
 function keyOf(type: string): string {

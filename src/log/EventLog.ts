@@ -37,12 +37,20 @@ export interface EventFilter {
   type?: string;
   source?: string;
   correlationId?: string;
+  /**
+   * Any of these correlation ids (a command id and the ids a backend answered it with); at most
+   * `MAX_CORRELATION_IDS`. An empty list matches nothing.
+   */
+  correlationIds?: string[];
   backend?: string;
   /** Inclusive lower bound on the event's `time`, epoch milliseconds. */
   fromMs?: number;
   /** Inclusive upper bound on the event's `time`, epoch milliseconds. */
   toMs?: number;
 }
+
+/** Most correlation ids one filter may list (`EventFilter.correlationIds`). */
+export const MAX_CORRELATION_IDS = 32;
 
 /** A page of a query. `next` is set when more matching events may follow (keyset: position). */
 export interface EventPage {

@@ -22,11 +22,14 @@ function digest(text: string, length: number): string {
 
 /**
  * A short, stable hash of the filters of a query (type, source, correlationId, backend, fromMs,
- * toMs), not of its limit: a client may change the page size between pages. Two filters with the
- * same fields give the same key, whatever the property order.
+ * toMs, and correlationIds when given, as a set), not of its limit: a client may change the page
+ * size between pages. Two filters with the same fields give the same key, whatever the property
+ * order.
  */
 export function filterKey(filter: EventFilter): string {
-  const fields = [filter.type, filter.source, filter.correlationId, filter.backend, filter.fromMs, filter.toMs];
+  const fields: unknown[] = [filter.type, filter.source, filter.correlationId, filter.backend, filter.fromMs, filter.toMs];
+  // Appended only when present, so the keys (and cursors) of filters without it stay as they were.
+  if (filter.correlationIds !== undefined) fields.push([...new Set(filter.correlationIds)].sort());
   return digest(JSON.stringify(fields.map((value) => value ?? null)), FILTER_KEY_LENGTH);
 }
 

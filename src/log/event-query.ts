@@ -3,7 +3,7 @@
  * predicate of `GET /events` (PROTOCOL.md 4.2) and the checks on page arguments.
  */
 import { ProtoError } from '../errors.ts';
-import type { CloudEvent, EventFilter, NewEvent, StoredEvent } from './EventLog.ts';
+import { MAX_CORRELATION_IDS, type CloudEvent, type EventFilter, type NewEvent, type StoredEvent } from './EventLog.ts';
 
 /** The attributes of an event that filters look at. */
 export interface EventKeys {
@@ -33,6 +33,7 @@ export function matchesFilter(keys: EventKeys, filter: EventFilter): boolean {
   if (filter.type !== undefined && keys.type !== filter.type) return false;
   if (filter.source !== undefined && keys.source !== filter.source) return false;
   if (filter.correlationId !== undefined && keys.correlationId !== filter.correlationId) return false;
+  if (filter.correlationIds !== undefined && (keys.correlationId === undefined || !filter.correlationIds.includes(keys.correlationId))) return false;
   if (filter.backend !== undefined && keys.backend !== filter.backend) return false;
   return withinTime(keys.timeMs, filter);
 }
@@ -48,7 +49,10 @@ function withinTime(timeMs: number | undefined, filter: EventFilter): boolean {
  * Checks the page arguments of `EventLog.query`: `after` a non-negative integer position (0 = from
  * the start), `limit` a positive integer. Throws `INVALID_PARAMETER` otherwise.
  */
-export function assertPageArgs(after: number, limit: number): void {
+export function assertPageArgs(after: number, limit: number, filter?: EventFilter): void {
+  if (filter?.correlationIds && filter.correlationIds.length > MAX_CORRELATION_IDS) {
+    throw new ProtoError('INVALID_PARAMETER', `at most ${MAX_CORRELATION_IDS} correlation ids per query`);
+  }
   if (!Number.isSafeInteger(after) || after < 0) {
     throw new ProtoError('INVALID_PARAMETER', `after must be a non-negative integer position, got ${after}`);
   }

@@ -18,6 +18,12 @@ export interface HistoryRequest {
   limit?: number;
   /** The `after` cursor, if any. */
   after?: string;
+  /**
+   * Other ids whose events also answer `filter.correlationId` (the ids a backend answered that
+   * command with). They widen the query, not the cursor: a page's cursor stays valid when an alias
+   * appears between two pages.
+   */
+  correlationAliases?: string[];
 }
 
 /** Reads one page of history; throws `INVALID_CURSOR` for a cursor made for other filters. */
@@ -25,8 +31,15 @@ export async function readHistory(log: EventLog, pageSize: EventsConfig['pageSiz
   const key = filterKey(request.filter);
   const after = request.after === undefined ? 0 : decodeCursor(request.after, key);
   const limit = Math.min(request.limit ?? pageSize.default, pageSize.max);
-  const page = await log.query(request.filter, after, limit);
+  const page = await log.query(withAliases(request.filter, request.correlationAliases), after, limit);
   const list: EventList = { events: page.events.map((stored) => stored.event) };
   if (page.next !== undefined) list.nextCursor = encodeCursor(page.next, key);
   return list;
+}
+
+/** The filter with `correlationId` widened to its aliases, when it has some. */
+function withAliases(filter: EventFilter, aliases: string[] | undefined): EventFilter {
+  if (filter.correlationId === undefined || !aliases || aliases.length === 0) return filter;
+  const { correlationId, ...rest } = filter;
+  return { ...rest, correlationIds: [correlationId, ...aliases.filter((alias) => alias !== correlationId)] };
 }

@@ -76,7 +76,7 @@ export class MemoryEventLog implements EventLog, RetainingLog {
 
   async query(filter: EventFilter, after: number, limit: number): Promise<EventPage> {
     this.#assertOpen();
-    assertPageArgs(after, limit);
+    assertPageArgs(after, limit, filter);
     const found: MemoryRow[] = [];
     for (let i = this.#firstIndexAfter(after); i < this.#rows.length && found.length <= limit; i++) {
       if (matchesFilter(this.#rows[i], filter)) found.push(this.#rows[i]);

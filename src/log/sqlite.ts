@@ -68,14 +68,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (key TEXT PRIMARY KEY, value TEXT NOT NUL
 PRAGMA user_version = 1;
 `;
 
-/** Each filter field with its SQL condition, in the order its value is bound. */
-const FILTER_CONDITIONS: ReadonlyArray<readonly [keyof EventFilter, string]> = [
-  ['type', 'type = ?'],
-  ['source', 'source = ?'],
-  ['correlationId', 'correlationid = ?'],
-  ['backend', 'backend = ?'],
-  ['fromMs', 'time_ms >= ?'],
-  ['toMs', 'time_ms <= ?'],
+/** Each filter field with its SQL condition, in the order its value is bound (a list binds one value per item). */
+const FILTER_CONDITIONS: ReadonlyArray<readonly [keyof EventFilter, (filter: EventFilter) => string]> = [
+  ['type', () => 'type = ?'],
+  ['source', () => 'source = ?'],
+  ['correlationId', () => 'correlationid = ?'],
+  ['correlationIds', (filter) => `correlationid IN (${filter.correlationIds!.map(() => '?').join(', ')})`],
+  ['backend', () => 'backend = ?'],
+  ['fromMs', () => 'time_ms >= ?'],
+  ['toMs', () => 'time_ms <= ?'],
 ];
 
 /**
@@ -84,7 +85,7 @@ const FILTER_CONDITIONS: ReadonlyArray<readonly [keyof EventFilter, string]> = [
  * Exported for query-plan tests and benchmarks.
  */
 export function selectPageSql(filter: EventFilter): string {
-  const conditions = FILTER_CONDITIONS.filter(([field]) => filter[field] !== undefined).map(([, sql]) => sql);
+  const conditions = FILTER_CONDITIONS.filter(([field]) => filter[field] !== undefined).map(([, sql]) => sql(filter));
   const where = ['position > ?', ...conditions].join(' AND ');
   return `SELECT position, backend, envelope FROM events WHERE ${where} ORDER BY position LIMIT ?`;
 }
@@ -118,8 +119,8 @@ export class SqliteEventLog implements EventLog, RetainingLog {
   readonly #listeners: ListenerSet;
   #db: DatabaseSync | undefined;
   #sql: Statements | undefined;
-  /** Page statements by a bit mask of the filter fields present (at most 2^6). */
-  readonly #pages = new Map<number, StatementSync>();
+  /** Page statements by a bit mask of the filter fields present and the number of correlation ids (bounded). */
+  readonly #pages = new Map<string, StatementSync>();
   #count: number | undefined;
   #lastAppendedMs = 0;
 
@@ -164,7 +165,7 @@ export class SqliteEventLog implements EventLog, RetainingLog {
   }
 
   async query(filter: EventFilter, after: number, limit: number): Promise<EventPage> {
-    assertPageArgs(after, limit);
+    assertPageArgs(after, limit, filter);
     const rows = this.#pageStatement(filter).all(after, ...filterValues(filter), limit + 1) as unknown as PageRow[];
     const more = rows.length > limit;
     const events = rows.slice(0, limit).map(parseRow);
@@ -285,10 +286,11 @@ export class SqliteEventLog implements EventLog, RetainingLog {
 
   #pageStatement(filter: EventFilter): StatementSync {
     const mask = FILTER_CONDITIONS.reduce((bits, [field], i) => (filter[field] === undefined ? bits : bits | (1 << i)), 0);
-    let statement = this.#pages.get(mask);
+    const key = `${mask}:${filter.correlationIds?.length ?? 0}`;
+    let statement = this.#pages.get(key);
     if (!statement) {
       statement = this.#database().prepare(selectPageSql(filter));
-      this.#pages.set(mask, statement);
+      this.#pages.set(key, statement);
     }
     return statement;
   }
@@ -334,7 +336,11 @@ function prepareStatements(db: DatabaseSync): Statements {
 }
 
 function filterValues(filter: EventFilter): SQLInputValue[] {
-  return FILTER_CONDITIONS.flatMap(([field]) => (filter[field] === undefined ? [] : [filter[field]]));
+  return FILTER_CONDITIONS.flatMap(([field]) => {
+    const value = filter[field];
+    if (value === undefined) return [];
+    return Array.isArray(value) ? value : [value];
+  });
 }
 
 function parseRow(row: PageRow): StoredEvent {

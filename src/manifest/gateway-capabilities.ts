@@ -19,7 +19,20 @@ export const EVENTS_CAPABILITY: CapabilitySpec = {
   push: { sse: false, webhook: false, mcp: false, a2a: false },
 };
 
+/** The commands capability: the aggregated command catalogue, its schemas and the one write path. */
+export const COMMANDS_CAPABILITY: CapabilitySpec = {
+  name: 'io.proto.agents.commands',
+  version: '1.0.0',
+  description: 'One command catalogue over every backend; commands validated by the gateway, stored durably, delivered to the backend that accepts their type.',
+  schemaName: 'envelope',
+  endpoints: [
+    { method: 'GET', path: '/commands', description: 'Command catalogue' },
+    { method: 'GET', path: '/commands/{schema}/{version}', description: 'JSON Schema of a command\'s data (application/schema+json)' },
+    { method: 'POST', path: '/commands', description: 'Submit a command (CloudEvents envelope with dataschema); 201 { id }, the correlation id of its result events' },
+  ],
+};
+
 /** The gateway's capability specs for a configuration. */
 export function gatewayCapabilitySpecs(_config: GatewayConfig): CapabilitySpec[] {
-  return [EVENTS_CAPABILITY];
+  return [EVENTS_CAPABILITY, COMMANDS_CAPABILITY];
 }

@@ -2,7 +2,7 @@ import { createServer, request, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPaymentsService } from '../../examples/payments-service.ts';
 import { closeAll, freePort, gatewayYaml, getJson, startTestGateway, track } from '../support/gateway.ts';
-import { jsonEvents, readSse } from '../support/sse.ts';
+import { readSse } from '../support/sse.ts';
 
 afterEach(closeAll);
 
@@ -96,17 +96,33 @@ describe('pass-through under /services/{id}/', () => {
     expect(res.body.error.code).toBe('PAYLOAD_TOO_LARGE');
   });
 
-  it('streams SSE through without buffering: an event emitted while the stream is open arrives', async () => {
+  it('streams SSE through without buffering: the first tick arrives while the stream stays open', async () => {
     const payments = track(await startPaymentsService({ port: 0, keepaliveMs: 60_000 }));
     const gw = await startTestGateway(proxyYaml(payments.url).replace(/id: echo/, 'id: payments'));
-    // The backend sends no keepalive for a minute: only unbuffered headers and events can pass this test in time.
-    const res = await fetch(`${gw.url}services/payments/events/stream`, { headers: { 'x-api-key': 'ops-key', accept: 'text/event-stream' } });
+    // The backend sends tick 1 at once and tick 2 a minute later: only an unbuffered proxy passes in time.
+    const res = await fetch(`${gw.url}services/payments/sse-ticks?n=2&interval=60000`, { headers: { 'x-api-key': 'ops-key', accept: 'text/event-stream' } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
-    const emitted = payments.emit('PaymentNoticedV1', { n: 1 });
-    const records = await readSse(res.body as AsyncIterable<Uint8Array>, { until: (r) => r.id === emitted.id, timeoutMs: 5000 });
-    const [event] = jsonEvents(records.filter((r) => r.id === emitted.id));
-    expect(event.json).toMatchObject({ type: 'PaymentNoticedV1', data: { n: 1 } });
+    const records = await readSse(res.body as AsyncIterable<Uint8Array>, { until: (r) => r.id === '1', timeoutMs: 5000 });
+    expect(records.at(-1)?.id).toBe('1');
+    await res.body?.cancel();
+  });
+
+  it('passes a quiet stream\'s headers on at once, not with its first event', async () => {
+    const quiet = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.flushHeaders();
+    });
+    await new Promise<void>((resolve) => quiet.listen(0, '127.0.0.1', resolve));
+    track({ close: () => new Promise<void>((resolve) => { quiet.closeAllConnections(); quiet.close(() => resolve()); }) });
+    const gw = await startTestGateway(proxyYaml(`http://127.0.0.1:${(quiet.address() as { port: number }).port}`));
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 5000);
+    const res = await fetch(`${gw.url}services/echo/stream`, { headers: { 'x-api-key': 'ops-key' }, signal: controller.signal });
+    clearTimeout(timer);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    await res.body?.cancel();
   });
 
   it('answers 504 BACKEND_TIMEOUT when the backend is too slow and 503 when it is unreachable', async () => {

@@ -155,6 +155,9 @@ export function eventLogContract(name: string, make: () => Promise<EventLog> | E
         ['type, source and backend', { type: 'A', source: 's2', backend: 'orders' }, ['e5']],
         ['all six', { type: 'B', source: 's2', correlationId: 'k1', backend: 'payments', fromMs: minute(4), toMs: minute(4) }, ['e4']],
         ['no match', { type: 'A', backend: 'nobody' }, []],
+        ['correlationIds (any of)', { correlationIds: ['k2', 'unknown'] }, ['e1', 'e5']],
+        ['correlationIds and type', { correlationIds: ['k1', 'k2'], type: 'B' }, ['e1', 'e4']],
+        ['correlationIds, empty list', { correlationIds: [] }, []],
         ['empty filter', {}, ['e0', 'e1', 'e2', 'e3', 'e4', 'e5']],
       ];
 

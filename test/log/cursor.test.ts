@@ -61,9 +61,16 @@ describe('filterKey', () => {
       filterKey({ backend: 'x' }),
       filterKey({ fromMs: 1 }),
       filterKey({ toMs: 1 }),
+      filterKey({ correlationIds: ['x'] }),
+      filterKey({ correlationIds: [] }),
     ];
     expect(new Set(keys).size).toBe(keys.length);
     expect(filterKey({ type: undefined })).toBe(filterKey({}));
+  });
+
+  it('treats correlationIds as a set, and keeps the keys of filters without them unchanged', () => {
+    expect(filterKey({ correlationIds: ['a', 'b', 'a'] })).toBe(filterKey({ correlationIds: ['b', 'a'] }));
+    expect(filterKey({ correlationIds: undefined, type: 'T' })).toBe(filterKey({ type: 'T' }));
   });
 
   it('does not mistake a number for the same text', () => {

@@ -17,18 +17,19 @@ export interface EventRoutesOptions {
   catalogue: EventCatalogue;
   backends: BackendDirectory;
   events: EventsConfig;
+  /** The ids a backend answered a command with, so `correlationId=<command id>` finds its events too (optional). */
+  correlationAliases?: { aliasesOf(id: string): Promise<string[]> };
 }
 
 /** The routes of the events capability. */
 export function eventRoutes(options: EventRoutesOptions): Route[] {
-  const history = async (ctx: RequestContext, backend?: string) => ({
-    status: 200,
-    body: await readHistory(options.log, options.events.pageSize, {
-      filter: filterOf(ctx.query, backend),
-      limit: positiveInteger(ctx.query, 'limit', options.events.pageSize.default),
-      after: text(ctx.query, 'after'),
-    }),
-  });
+  const history = async (ctx: RequestContext, backend?: string) => {
+    const filter = filterOf(ctx.query, backend);
+    const limit = positiveInteger(ctx.query, 'limit', options.events.pageSize.default);
+    const after = text(ctx.query, 'after');
+    const correlationAliases = filter.correlationId === undefined ? undefined : await options.correlationAliases?.aliasesOf(filter.correlationId);
+    return { status: 200, body: await readHistory(options.log, options.events.pageSize, { filter, limit, after, correlationAliases }) };
+  };
   const scoped = (ctx: RequestContext) => {
     if (!options.backends.get(ctx.params.id)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
     return ctx.params.id;

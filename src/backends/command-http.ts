@@ -1,0 +1,87 @@
+/**
+ * One outbound command request to a backend (undici): a deadline over the whole exchange, a
+ * bounded response body, and failures sorted the way the dispatcher retries them. A transport
+ * failure is a `ProtoError` (`BACKEND_TIMEOUT` or `BACKEND_UNAVAILABLE`); an abort by the caller's
+ * signal (shutdown) rejects with the signal's reason.
+ */
+import { request } from 'undici';
+import { ProtoError } from '../errors.ts';
+import { parseRetryAfter } from '../commands/retry-schedule.ts';
+
+/** Largest response body read, in bytes; the rest is dropped (a command answer is small). */
+export const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/** The request to send. */
+export interface CommandRequest {
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+  /** Serialised as JSON when defined. */
+  body?: unknown;
+}
+
+/** The backend's answer. */
+export interface CommandExchange {
+  status: number;
+  /** Parsed JSON, the text when not JSON, or undefined when empty. */
+  body: unknown;
+  /** `Retry-After` in ms, when given. */
+  retryAfterMs?: number;
+}
+
+/** Sends the request; resolves with any HTTP answer, rejects on transport failure or abort. */
+export async function sendCommand(req: CommandRequest, signal: AbortSignal, timeoutMs: number): Promise<CommandExchange> {
+  const deadline = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await request(req.url, {
+      method: req.method as 'POST',
+      headers: req.body === undefined ? req.headers : { 'content-type': 'application/json', ...req.headers },
+      body: req.body === undefined ? undefined : JSON.stringify(req.body),
+      signal: AbortSignal.any([signal, deadline]),
+    });
+    const text = await readAnswer(res.body);
+    const exchange: CommandExchange = { status: res.statusCode, body: parseBody(text) };
+    const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
+    if (retryAfterMs !== undefined) exchange.retryAfterMs = retryAfterMs;
+    return exchange;
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    if (deadline.aborted) throw new ProtoError('BACKEND_TIMEOUT', `no answer within ${timeoutMs} ms`);
+    throw new ProtoError('BACKEND_UNAVAILABLE', `the backend is unreachable: ${(err as Error)?.message ?? String(err)}`);
+  }
+}
+
+/** True for answers worth another try: 429 and 5xx (other 4xx are final). */
+export function isTransientStatus(status: number): boolean {
+  return status === 429 || status >= 500;
+}
+
+/** The message of an error answer: the protocol's `error.message`, a legacy `message`, or the status. */
+export function answerMessage(exchange: CommandExchange): string {
+  const body = exchange.body as { error?: { message?: unknown }; message?: unknown } | undefined;
+  const message = typeof body === 'object' && body !== null ? (body.error?.message ?? body.message) : undefined;
+  return typeof message === 'string' && message !== '' ? message.slice(0, 1000) : `the backend answered ${exchange.status}`;
+}
+
+async function readAnswer(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_ANSWER_BYTES) {
+      body.destroy();
+      break;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Compiles the JSON Schemas of command data once, when the catalogue loads (STYLE.md rule 3):
+ * draft 2020-12 unless `$schema` names draft-04…07; every error reported (`allErrors`), formats
+ * checked (ajv-formats), unknown keywords tolerated (backends' schemas carry annotations such as
+ * `produces`). `data` is never modified (no defaults filled in): what is delivered is what was sent.
+ */
+import { Ajv, type AnySchema, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { withFormats } from '../config/ajv-formats.ts';
+
+/** One validation problem of `data`: `path` is a JSON Pointer into `data` (`""` = `data` itself). */
+export interface DataProblem {
+  path: string;
+  message: string;
+}
+
+/** A compiled schema: the problems of a value (empty when valid). */
+export type DataValidator = (data: unknown) => DataProblem[];
+
+/** At most this many problems are reported for one value. */
+export const MAX_REPORTED_PROBLEMS = 50;
+
+/** Compiles schemas with two ajv instances (2020-12, draft-07) shared by every schema of the catalogue. */
+export class SchemaCompiler {
+  readonly #modern = withFormats(new Ajv2020({ strict: false, allErrors: true }));
+  readonly #draft07 = withFormats(new Ajv({ strict: false, allErrors: true }));
+
+  /**
+   * Compiles `schema` (its own `$id` is ignored, so a refreshed schema may be compiled again);
+   * throws the ajv error when it is not a usable JSON Schema.
+   */
+  compile(schema: Record<string, unknown>): { validator: DataValidator; release(): void } {
+    const { $id: _ignored, ...anonymous } = schema;
+    const ajv = /draft-0[4-7]/.test(String(schema.$schema ?? '')) ? this.#draft07 : this.#modern;
+    const validate = ajv.compile(anonymous as AnySchema);
+    return { validator: (data) => problemsOf(validate, data), release: () => void ajv.removeSchema(anonymous as AnySchema) };
+  }
+}
+
+function problemsOf(validate: ValidateFunction, data: unknown): DataProblem[] {
+  if (validate(data)) return [];
+  return (validate.errors ?? []).slice(0, MAX_REPORTED_PROBLEMS).map(problemOf);
+}
+
+/** An ajv error as a problem; `required` and `additionalProperties` point at the property itself. */
+function problemOf(error: ErrorObject): DataProblem {
+  const params = error.params as { missingProperty?: string; additionalProperty?: string };
+  const property = error.keyword === 'required' ? params.missingProperty : error.keyword === 'additionalProperties' ? params.additionalProperty : undefined;
+  const path = property === undefined ? error.instancePath : `${error.instancePath}/${escapePointer(property)}`;
+  return { path, message: error.message ?? 'is invalid' };
+}
+
+/** RFC 6901 §3: `~` → `~0`, `/` → `~1`. */
+function escapePointer(token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+}

@@ -1,0 +1,108 @@
+/**
+ * Wiring of the command path (part of `app.ts`'s job, kept beside it so the feature wires in as
+ * one block): the command store, the catalogue, the ingestion pipeline, the backend adapters, the
+ * dispatcher, their metrics and routes, all built once from the configuration.
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { BackendDirectory } from './backends/directory.ts';
+import { LegacyCommandDelivery } from './backends/legacy-dispatch.ts';
+import { ProtoCommandDelivery } from './backends/proto-dispatch.ts';
+import { CommandCatalogue } from './catalogue/command-catalogue.ts';
+import type { CommandStore } from './commands/CommandStore.ts';
+import type { CommandDelivery } from './commands/delivery.ts';
+import { Dispatcher } from './commands/dispatcher.ts';
+import { createIngestion } from './commands/ingestion.ts';
+import { openCommandStore } from './commands/open-store.ts';
+import { RateLimiter } from './commands/rate-limit.ts';
+import type { GatewayConfig } from './config/types.ts';
+import type { Route } from './http/route.ts';
+import { commandRoutes } from './http/routes/commands.ts';
+import type { EventLog } from './log/EventLog.ts';
+import { commandMetrics } from './metrics/commands.ts';
+
+/** How often expired idempotency records are purged, in ms (at most; sooner when the window is shorter). */
+const PURGE_INTERVAL_MS = 60_000;
+
+/** What the command path needs from the rest of the gateway. */
+export interface CommandPathOptions {
+  config: GatewayConfig;
+  publicUrl: string;
+  backends: BackendDirectory;
+  log: EventLog;
+  registry: Registry;
+  logger: Logger;
+  /** Told the event types each backend's commands produce (the event catalogue). */
+  onProduced(backend: string, types: string[]): void;
+}
+
+/** The command path, built: its components in start order, its routes, and its store (for correlation aliases). */
+export interface CommandPath {
+  components: Array<{ start?(): Promise<void> | void; close(): Promise<void> | void }>;
+  routes: Route[];
+  store: CommandStore;
+  catalogue: CommandCatalogue;
+  dispatcher: Dispatcher;
+}
+
+/** Opens the command store and builds the command path (nothing is delivered before `start()`). */
+export async function createCommandPath(options: CommandPathOptions): Promise<CommandPath> {
+  const { config, backends, logger } = options;
+  const metrics = commandMetrics(options.registry);
+  const store = await openCommandStore(config.storage);
+  metrics.watchOutbox(() => store.depth());
+  const catalogue = new CommandCatalogue({ publicUrl: options.publicUrl, backends, logger, metrics, onProduced: options.onProduced });
+  const { dispatch } = config.commands;
+  const dispatcher = new Dispatcher({
+    outbox: store,
+    aliases: store,
+    log: options.log,
+    deliveries: deliveries(backends, catalogue),
+    timeoutMs: dispatch.timeoutMs,
+    concurrency: dispatch.concurrency,
+    retryScheduleMs: dispatch.retry.scheduleMs,
+    drainMs: config.server.shutdownTimeoutMs,
+    metrics,
+    logger: logger.child({ component: 'dispatcher' }),
+  });
+  const ingestion = createIngestion({
+    catalogue,
+    store,
+    idempotencyWindowMs: config.commands.idempotencyWindowMs,
+    rateLimiter: new RateLimiter(config.commands.rateLimit),
+    metrics,
+    onEnqueued: () => dispatcher.wake(),
+  });
+  const purger = idempotencyPurger(store, config.commands.idempotencyWindowMs, logger);
+  return {
+    components: [{ close: () => store.close() }, catalogue, purger, dispatcher],
+    routes: commandRoutes({ catalogue, ingestion, backends }),
+    store,
+    catalogue,
+    dispatcher,
+  };
+}
+
+function deliveries(backends: BackendDirectory, catalogue: CommandCatalogue): Map<string, CommandDelivery> {
+  const byBackend = new Map<string, CommandDelivery>();
+  for (const backend of backends.list()) {
+    byBackend.set(backend.id, backend.kind === 'proto' ? new ProtoCommandDelivery(backend, (type) => catalogue.byType(type)) : new LegacyCommandDelivery(backend));
+  }
+  return byBackend;
+}
+
+/** A timer that deletes expired idempotency records. */
+function idempotencyPurger(store: CommandStore, windowMs: number, logger: Logger) {
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    start() {
+      timer = setInterval(() => {
+        store.purgeExpired(Date.now()).catch((err: unknown) => logger.warn({ err }, 'could not purge idempotency records'));
+      }, Math.max(1_000, Math.min(PURGE_INTERVAL_MS, windowMs)));
+      timer.unref();
+    },
+    close() {
+      clearInterval(timer);
+    },
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * The ports of command ingestion's durable state: `IdempotencyStore` (the first answer to each
+ * command id, for `commands.idempotencyWindow`), `Outbox` (accepted commands not yet delivered) and
+ * `CorrelationAliases` (a backend's own id for a command, when it answered with another one).
+ * `CommandStore` is all three over one connection, so that accepting a command writes its
+ * idempotency record and its outbox entry in ONE transaction: a crash never leaves one without the
+ * other. Implemented by `memory-store.ts` and `sqlite-store.ts`; each port has one contract suite
+ * in `test/commands/store-contract.ts`.
+ */
+import type { CloudEvent } from '../log/EventLog.ts';
+
+/** The answer given to the first submission of a command id, replayed to identical repeats. */
+export interface CommandAnswer {
+  status: number;
+  body: unknown;
+}
+
+/** What the gateway remembers of an accepted command id (PROTOCOL-NOTES.md, Commands: idempotency). */
+export interface IdempotencyRecord {
+  /** The envelope `id`. */
+  id: string;
+  /** The principal that submitted it: the same id from another principal is a 409. */
+  principal: string;
+  /** sha256 of the canonical JSON of `type`, `source`, normalised `dataschema` and `data`. */
+  fingerprint: string;
+  answer: CommandAnswer;
+  /** Epoch ms after which the id may be used again. */
+  expiresMs: number;
+}
+
+/** An accepted command waiting for delivery. */
+export interface OutboxEntry {
+  /** Position in the outbox, assigned by the store (strictly increasing). */
+  seq: number;
+  /** The envelope `id` (the correlation id of its result events). */
+  id: string;
+  /** The backend it is routed to. */
+  backend: string;
+  /** The envelope as accepted (the caller's `dataschema` included). */
+  command: CloudEvent;
+  principal: string;
+  /** W3C trace context of the submitting request, forwarded to the backend. */
+  traceparent?: string;
+  acceptedMs: number;
+  /** Delivery attempts made so far (0 = never tried). */
+  attempts: number;
+  /** Epoch ms from which the next attempt may run. */
+  nextAttemptMs: number;
+  /** Why the last attempt failed, if it did. */
+  lastError?: string;
+}
+
+/** An outbox entry before the store gave it a `seq`. */
+export type NewOutboxEntry = Omit<OutboxEntry, 'seq'>;
+
+/** The lifecycle every store shares. */
+export interface StoreLifecycle {
+  /** Opens the store (creates tables). Idempotent. */
+  open(): Promise<void>;
+  /** Closes the store. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** The idempotency records of command ids. */
+export interface IdempotencyStore extends StoreLifecycle {
+  /**
+   * Stores `record` unless a live record (not expired at `nowMs`) holds its id; returns that live
+   * record instead, or undefined when `record` was stored. Atomic: of two concurrent claims of one
+   * id exactly one is stored.
+   */
+  claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined>;
+  /** The live record of `id`, or undefined. */
+  find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined>;
+  /** Deletes records expired at `nowMs`; returns how many. */
+  purgeExpired(nowMs: number): Promise<number>;
+}
+
+/** The durable queue of accepted, undelivered commands. */
+export interface Outbox extends StoreLifecycle {
+  /** Adds an entry; returns it with its `seq`. */
+  enqueue(entry: NewOutboxEntry): Promise<OutboxEntry>;
+  /** Up to `limit` entries of `backend` due at `nowMs` (`nextAttemptMs <= nowMs`), earliest due first, then by seq. */
+  due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]>;
+  /** Records a failed attempt: the new attempt count, when to try next, and why it failed. */
+  reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void>;
+  /** Removes a delivered (or finally failed) entry. Removing an unknown seq is a no-op. */
+  complete(seq: number): Promise<void>;
+  /** The earliest `nextAttemptMs` of any entry, or undefined when the outbox is empty. */
+  nextDueMs(): Promise<number | undefined>;
+  /** Every backend id that has entries. */
+  backends(): Promise<string[]>;
+  /** Number of entries. */
+  depth(): Promise<number>;
+}
+
+/** A backend's own ids for gateway command ids (when it answered 201 with another id). */
+export interface CorrelationAliases {
+  /** Remembers that events correlated with `alias` belong to command `id`. Idempotent. */
+  rememberAlias(id: string, alias: string): Promise<void>;
+  /** The aliases of command `id` (empty when none). */
+  aliasesOf(id: string): Promise<string[]>;
+}
+
+/** At most this many aliases are kept per command id (one per delivery that answered another id). */
+export const MAX_ALIASES_PER_COMMAND = 8;
+
+/** Every port over one connection, with the atomic accept of a command. */
+export interface CommandStore extends IdempotencyStore, Outbox, CorrelationAliases {
+  /**
+   * In one transaction: claims `record.id` and, when the claim succeeds, enqueues `entry`. Returns
+   * the live record that holds the id (nothing written), or undefined when both were written.
+   */
+  accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined>;
+}

@@ -1,0 +1,209 @@
+/**
+ * The dispatcher (`commands.dispatch`): delivers outbox entries to their backends.
+ *
+ * - Work in memory is bounded: each backend has a lane of at most `concurrency` attempts in
+ *   flight, and the outbox is asked for no more than a lane can take. Everything else waits in
+ *   the durable outbox, so undelivered commands survive a restart and are delivered after it.
+ * - It wakes when a command enters the outbox, when an attempt ends, and on a timer set to the
+ *   earliest due retry.
+ * - An attempt has `timeout`; connection errors, timeouts, 5xx and 429 are retried per
+ *   `retry.schedule` with jitter (honouring `Retry-After`); other 4xx are final. A final failure
+ *   appends the backend adapter's failure event.
+ * - `close()` stops taking work, waits for attempts in flight until `drainMs`, then aborts the
+ *   rest; an aborted attempt leaves its entry untouched in the outbox (delivered after restart).
+ */
+import type { Logger } from 'pino';
+import type { CloudEvent, EventLog } from '../log/EventLog.ts';
+import type { AttemptOutcome, CommandMetrics } from '../metrics/commands.ts';
+import type { CorrelationAliases, Outbox, OutboxEntry } from './CommandStore.ts';
+import type { CommandDelivery, DeliveryOutcome, FailureReason } from './delivery.ts';
+import { retryDelayMs } from './retry-schedule.ts';
+
+/** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
+export const MAX_IDLE_MS = 1_000;
+
+/** Options of a `Dispatcher`. */
+export interface DispatcherOptions {
+  outbox: Outbox;
+  aliases: CorrelationAliases;
+  log: EventLog;
+  /** The adapter of each backend, by backend id. */
+  deliveries: Map<string, CommandDelivery>;
+  /** Deadline of one attempt, in ms. */
+  timeoutMs: number;
+  /** Attempts in flight per backend at most. */
+  concurrency: number;
+  /** Delays of the retries after the first try, in ms. */
+  retryScheduleMs: number[];
+  /** How long `close()` waits for attempts in flight before aborting them, in ms. */
+  drainMs: number;
+  metrics: CommandMetrics;
+  logger: Logger;
+  /** Jitter source in [0, 1); default `Math.random`. */
+  random?: () => number;
+}
+
+export class Dispatcher {
+  readonly #options: DispatcherOptions;
+  /** Seqs in flight, per backend. */
+  readonly #lanes = new Map<string, Set<number>>();
+  readonly #attempts = new Set<Promise<void>>();
+  readonly #abort = new AbortController();
+  #timer: NodeJS.Timeout | undefined;
+  #pumping = false;
+  #again = false;
+  #wakeScheduled = false;
+  #started = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: DispatcherOptions) {
+    this.#options = options;
+    for (const backend of options.deliveries.keys()) this.#lanes.set(backend, new Set());
+  }
+
+  /** Reports entries of backends no longer configured (they stay in the outbox) and starts delivering. */
+  async start(): Promise<void> {
+    this.#started = true;
+    const orphans = (await this.#options.outbox.backends()).filter((backend) => !this.#lanes.has(backend));
+    if (orphans.length > 0) this.#options.logger.warn({ backends: orphans }, 'outbox holds commands for backends that are not configured; they stay undelivered');
+    this.wake();
+  }
+
+  /**
+   * Looks at the outbox soon (a command was enqueued, an attempt ended). Cheap: the calls of one
+   * turn of the event loop are coalesced into one look.
+   */
+  wake(): void {
+    if (!this.#started || this.#closing || this.#wakeScheduled) return;
+    this.#wakeScheduled = true;
+    setImmediate(() => {
+      this.#wakeScheduled = false;
+      if (this.#pumping) this.#again = true;
+      else void this.#pump();
+    });
+  }
+
+  /** Stops taking work; waits for attempts in flight up to `drainMs`, then aborts them. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#drain();
+    return this.#closing;
+  }
+
+  async #drain(): Promise<void> {
+    clearTimeout(this.#timer);
+    let deadline: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => (deadline = setTimeout(resolve, this.#options.drainMs)));
+    await Promise.race([Promise.allSettled([...this.#attempts]), timedOut]);
+    clearTimeout(deadline);
+    this.#abort.abort(new Error('the gateway is shutting down'));
+    await Promise.allSettled([...this.#attempts]);
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      do {
+        this.#again = false;
+        for (const [backend, lane] of this.#lanes) await this.#fill(backend, lane);
+      } while (this.#again && !this.#closing);
+      await this.#armTimer();
+    } catch (err) {
+      this.#options.logger.error({ err }, 'dispatcher could not read the outbox');
+      this.#timer = setTimeout(() => this.wake(), MAX_IDLE_MS);
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  /** Starts attempts for the due entries of one backend, up to its free slots. */
+  async #fill(backend: string, lane: Set<number>): Promise<void> {
+    const free = this.#options.concurrency - lane.size;
+    if (free <= 0 || this.#closing) return;
+    // Entries in flight are still due in the store: ask for enough to skip them.
+    const due = await this.#options.outbox.due(backend, Date.now(), free + lane.size);
+    for (const entry of due) {
+      if (lane.size >= this.#options.concurrency || this.#closing) return;
+      if (!lane.has(entry.seq)) this.#start(backend, lane, entry);
+    }
+  }
+
+  #start(backend: string, lane: Set<number>, entry: OutboxEntry): void {
+    lane.add(entry.seq);
+    const release = (): void => {
+      lane.delete(entry.seq);
+      this.wake();
+    };
+    const attempt = this.#attempt(this.#options.deliveries.get(backend)!, entry).then(release, (err: unknown) => {
+      // The store or the log failed: keep the slot taken for a while rather than spin on the entry.
+      this.#options.logger.error({ err, command: entry.id, backend }, 'command attempt failed unexpectedly');
+      setTimeout(release, MAX_IDLE_MS).unref();
+    });
+    this.#attempts.add(attempt);
+    void attempt.finally(() => this.#attempts.delete(attempt));
+  }
+
+  async #armTimer(): Promise<void> {
+    clearTimeout(this.#timer);
+    if (this.#closing) return;
+    const next = await this.#options.outbox.nextDueMs();
+    if (next === undefined) return;
+    const delay = next > Date.now() ? Math.min(next - Date.now(), MAX_IDLE_MS) : MAX_IDLE_MS;
+    this.#timer = setTimeout(() => this.wake(), delay);
+    this.#timer.unref();
+  }
+
+  /** One attempt and its consequences (result events, completion, or a rescheduled retry). */
+  async #attempt(delivery: CommandDelivery, entry: OutboxEntry): Promise<void> {
+    const started = performance.now();
+    let outcome: DeliveryOutcome;
+    try {
+      outcome = await delivery.deliver(entry, this.#abort.signal, this.#options.timeoutMs);
+    } catch (err) {
+      if (this.#abort.signal.aborted) return this.#observe(entry, 'aborted', started);
+      outcome = { kind: 'retry', reason: reasonOf(err) };
+    }
+    this.#observe(entry, outcome.kind, started);
+    if (outcome.kind === 'retry') return this.#retry(delivery, entry, outcome.reason, outcome.retryAfterMs);
+    if (outcome.kind === 'delivered' && outcome.backendId !== undefined) await this.#remember(entry, outcome.backendId);
+    if (outcome.kind === 'rejected') this.#fail(entry, outcome.reason);
+    await this.#finish(entry, outcome.events);
+  }
+
+  async #retry(delivery: CommandDelivery, entry: OutboxEntry, reason: FailureReason, retryAfterMs?: number): Promise<void> {
+    const attempts = entry.attempts + 1;
+    const delay = retryDelayMs(this.#options.retryScheduleMs, attempts, retryAfterMs, this.#options.random);
+    if (delay === undefined) {
+      this.#fail(entry, reason);
+      return this.#finish(entry, [await delivery.failureEvent(entry, reason)]);
+    }
+    this.#options.metrics.countRetry(entry.backend);
+    this.#options.logger.info({ command: entry.id, backend: entry.backend, attempts, delayMs: delay, reason: reason.message }, 'command delivery will be retried');
+    await this.#options.outbox.reschedule(entry.seq, attempts, Date.now() + delay, `${reason.code}: ${reason.message}`);
+  }
+
+  /** Appends the result events, then removes the entry: a crash in between re-delivers (at least once), never loses. */
+  async #finish(entry: OutboxEntry, events: CloudEvent[]): Promise<void> {
+    if (events.length > 0) await this.#options.log.append(events.map((event) => ({ backend: entry.backend, event })));
+    await this.#options.outbox.complete(entry.seq);
+  }
+
+  async #remember(entry: OutboxEntry, backendId: string): Promise<void> {
+    this.#options.logger.warn({ command: entry.id, backend: entry.backend, backendId }, 'backend answered with another command id; its events are found by both');
+    await this.#options.aliases.rememberAlias(entry.id, backendId);
+  }
+
+  #fail(entry: OutboxEntry, reason: FailureReason): void {
+    this.#options.metrics.countFailure(entry.backend);
+    this.#options.logger.warn({ command: entry.id, backend: entry.backend, code: reason.code, status: reason.status, reason: reason.message }, 'command failed');
+  }
+
+  #observe(entry: OutboxEntry, outcome: AttemptOutcome, startedMs: number): void {
+    this.#options.metrics.observeAttempt(entry.backend, outcome, (performance.now() - startedMs) / 1000);
+  }
+}
+
+/** A thrown attempt as a failure reason (the adapters throw catalogued errors for transport failures). */
+function reasonOf(err: unknown): FailureReason {
+  const code = (err as { code?: unknown })?.code;
+  return { code: typeof code === 'string' && /^[A-Z_]+$/.test(code) ? code : 'BACKEND_UNAVAILABLE', message: (err as Error)?.message ?? String(err) };
+}

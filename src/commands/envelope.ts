@@ -1,0 +1,55 @@
+/**
+ * The envelope check of `POST /commands` (PROTOCOL.md 2.5 and PROTOCOL-NOTES.md, Commands): every
+ * required attribute present and well formed, `dataschema` included. The first broken rule is a
+ * 400 `INVALID_ENVELOPE` naming the attribute; nothing else about the command is looked at first.
+ */
+import { ProtoError } from '../errors.ts';
+import type { CloudEvent } from '../log/EventLog.ts';
+
+/** A command that passed the envelope check. */
+export interface CommandEnvelope extends CloudEvent {
+  dataschema: string;
+}
+
+/** Longest accepted `id`, in characters (it is a key of the idempotency store). */
+export const MAX_ID_LENGTH = 256;
+/** Longest accepted `source`, `type` or `dataschema`, in characters. */
+export const MAX_ATTRIBUTE_LENGTH = 2048;
+
+/** PascalCase types (PROTOCOL.md 2.5, 6.1). */
+const PASCAL_CASE = /^[A-Z][A-Za-z0-9]*$/;
+/** RFC 3339 date-time (the CloudEvents profile of ISO 8601): a zone is required. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})$/;
+
+/** Returns `body` as a command envelope, or throws 400 `INVALID_ENVELOPE` for the first broken rule. */
+export function checkCommandEnvelope(body: unknown): CommandEnvelope {
+  if (!isObject(body)) throw invalid('the command must be a JSON object (a CloudEvents envelope)');
+  if (body.specversion !== '1.0') throw invalid('specversion must be "1.0"', 'specversion');
+  requireText(body, 'id', MAX_ID_LENGTH);
+  requireText(body, 'source', MAX_ATTRIBUTE_LENGTH);
+  requireText(body, 'type', MAX_ATTRIBUTE_LENGTH);
+  if (!PASCAL_CASE.test(body.type as string)) throw invalid('type must be PascalCase, e.g. PlaceOrder', 'type');
+  if (body.datacontenttype !== 'application/json') throw invalid('datacontenttype must be "application/json"', 'datacontenttype');
+  // dataschema is required on commands (PROTOCOL.md 2.5, rule 6).
+  requireText(body, 'dataschema', MAX_ATTRIBUTE_LENGTH);
+  if (typeof body.time !== 'string' || !DATE_TIME.test(body.time) || Number.isNaN(Date.parse(body.time))) {
+    throw invalid('time must be an ISO 8601 / RFC 3339 date-time with a zone', 'time');
+  }
+  if (!isObject(body.data)) throw invalid('data must be a JSON object', 'data');
+  if (body.correlationid !== undefined && typeof body.correlationid !== 'string') throw invalid('correlationid must be a string', 'correlationid');
+  return body as CommandEnvelope;
+}
+
+function requireText(body: Record<string, unknown>, attribute: string, maxLength: number): void {
+  const value = body[attribute];
+  if (typeof value !== 'string' || value.length === 0) throw invalid(`${attribute} is required (a non-empty string)`, attribute);
+  if (value.length > maxLength) throw invalid(`${attribute} is longer than ${maxLength} characters`, attribute);
+}
+
+function invalid(message: string, attribute?: string): ProtoError {
+  return new ProtoError('INVALID_ENVELOPE', message, attribute === undefined ? undefined : { attribute });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,173 @@
+/**
+ * Command ingestion (`POST /commands`, `POST /services/{id}/commands`): a chain of small steps,
+ * assembled once at boot from the configuration (STYLE.md rules 2 and 3), in the order of checks of
+ * DESIGN.md and the issue: rate limit (before the body is read) → body → envelope → catalogue
+ * lookup → `dataschema` → validation of `data` → idempotency and durable outbox (one transaction)
+ * → `201 { id }`. Each step has one job and throws a catalogued `ProtoError` to refuse.
+ */
+import type { CommandCatalogue, CommandEntry } from '../catalogue/command-catalogue.ts';
+import { isProtoError, ProtoError } from '../errors.ts';
+import type { CommandMetrics } from '../metrics/commands.ts';
+import type { CommandAnswer, CommandStore, IdempotencyRecord } from './CommandStore.ts';
+import { matchDataschema } from './dataschema.ts';
+import { checkCommandEnvelope, type CommandEnvelope } from './envelope.ts';
+import { commandFingerprint } from './fingerprint.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+/** One submission as the HTTP edge hands it over. */
+export interface Submission {
+  /** The authenticated principal's id. */
+  principal: string;
+  /** The backend id of a per-service submission (`/services/{id}/commands`). */
+  service?: string;
+  /** Reads the JSON body within the server's limits (throws 413 / 400). */
+  readBody(): Promise<unknown>;
+  /** W3C trace context to carry to the backend. */
+  traceparent?: string;
+}
+
+/** What the caller gets: the first answer to this command id (`replayed` when it is a repeat). */
+export interface IngestionAnswer extends CommandAnswer {
+  replayed: boolean;
+}
+
+/** The state of one submission as it moves through the steps. */
+interface Draft {
+  submission: Submission;
+  nowMs: number;
+  body?: unknown;
+  envelope?: CommandEnvelope;
+  entry?: CommandEntry;
+  /** The normalised `dataschema`. */
+  dataschema?: string;
+  answer?: IngestionAnswer;
+}
+
+/** One step: checks or records something about the draft, or throws a refusal. */
+type Step = (draft: Draft) => void | Promise<void>;
+
+/** What the pipeline is built from. */
+export interface IngestionOptions {
+  catalogue: CommandCatalogue;
+  store: CommandStore;
+  /** `commands.idempotencyWindow`, in ms. */
+  idempotencyWindowMs: number;
+  /** Absent or disabled: no rate limit step. */
+  rateLimiter?: RateLimiter;
+  metrics: CommandMetrics;
+  /** Told after a command entered the outbox (wakes the dispatcher). */
+  onEnqueued(backend: string): void;
+  /** Clock, epoch ms; default `Date.now`. */
+  now?: () => number;
+}
+
+/** The assembled pipeline. */
+export interface CommandIngestion {
+  /** Runs a submission through every step; resolves with the answer or throws the first refusal. */
+  submit(submission: Submission): Promise<IngestionAnswer>;
+}
+
+/** Assembles the steps once. */
+export function createIngestion(options: IngestionOptions): CommandIngestion {
+  const steps: Step[] = [
+    ...(options.rateLimiter?.enabled ? [rateLimitStep(options.rateLimiter)] : []),
+    readBodyStep,
+    envelopeStep,
+    lookupStep(options.catalogue),
+    dataschemaStep(options.catalogue),
+    validationStep,
+    enqueueStep(options),
+  ];
+  const now = options.now ?? Date.now;
+  return {
+    async submit(submission) {
+      const draft: Draft = { submission, nowMs: now() };
+      try {
+        for (const step of steps) await step(draft);
+      } catch (err) {
+        options.metrics.countSubmission(draft.entry?.type, isProtoError(err) ? err.code.toLowerCase() : 'internal');
+        throw err;
+      }
+      const answer = draft.answer!;
+      options.metrics.countSubmission(draft.entry?.type, answer.replayed ? 'replayed' : 'accepted');
+      return answer;
+    },
+  };
+}
+
+function rateLimitStep(limiter: RateLimiter): Step {
+  return (draft) => limiter.take(draft.submission.principal);
+}
+
+async function readBodyStep(draft: Draft): Promise<void> {
+  draft.body = await draft.submission.readBody();
+}
+
+function envelopeStep(draft: Draft): void {
+  draft.envelope = checkCommandEnvelope(draft.body);
+}
+
+/** The catalogue entry of the type; per service, only that service's types are accepted. */
+function lookupStep(catalogue: CommandCatalogue): Step {
+  return (draft) => {
+    const { type } = draft.envelope!;
+    const entry = catalogue.byType(type);
+    const { service } = draft.submission;
+    if (service !== undefined && entry?.backend !== service) {
+      throw new ProtoError('COMMAND_NOT_ACCEPTED', `service "${service}" does not accept ${type}`, { type, service });
+    }
+    if (!entry) throw new ProtoError('UNKNOWN_COMMAND_TYPE', `no command type ${type} in the catalogue`, { type });
+    draft.entry = entry;
+  };
+}
+
+function dataschemaStep(catalogue: CommandCatalogue): Step {
+  return (draft) => {
+    draft.dataschema = matchDataschema(draft.envelope!.dataschema, draft.entry!, catalogue);
+  };
+}
+
+function validationStep(draft: Draft): void {
+  const errors = draft.entry!.validate(draft.envelope!.data);
+  if (errors.length > 0) throw new ProtoError('VALIDATION_FAILED', `data is not a valid ${draft.entry!.type}`, { errors });
+}
+
+/**
+ * Idempotency and the outbox in one store transaction: a new id is stored with its outbox entry; a
+ * live id replays its first answer when principal and fingerprint match, and is a 409 otherwise.
+ */
+function enqueueStep(options: IngestionOptions): Step {
+  return async (draft) => {
+    const envelope = draft.envelope!;
+    const { principal, traceparent } = draft.submission;
+    const record: IdempotencyRecord = {
+      id: envelope.id,
+      principal,
+      fingerprint: commandFingerprint({ type: envelope.type, source: envelope.source, dataschema: draft.dataschema!, data: envelope.data }),
+      answer: { status: 201, body: { id: envelope.id } },
+      expiresMs: draft.nowMs + options.idempotencyWindowMs,
+    };
+    const entry = {
+      id: envelope.id, backend: draft.entry!.backend, command: envelope, principal,
+      acceptedMs: draft.nowMs, attempts: 0, nextAttemptMs: draft.nowMs, ...(traceparent !== undefined && { traceparent }),
+    };
+    const holder = await options.store.accept(record, entry, draft.nowMs);
+    if (holder) {
+      draft.answer = replay(holder, record);
+      return;
+    }
+    draft.answer = { ...record.answer, replayed: false };
+    options.onEnqueued(entry.backend);
+  };
+}
+
+/** The first answer, when the repeat is the same command from the same principal; else a 409. */
+function replay(holder: IdempotencyRecord, repeat: IdempotencyRecord): IngestionAnswer {
+  if (holder.principal !== repeat.principal) {
+    throw new ProtoError('DUPLICATE_COMMAND', `command id ${repeat.id} is already in use`, { id: repeat.id });
+  }
+  if (holder.fingerprint !== repeat.fingerprint) {
+    throw new ProtoError('DUPLICATE_COMMAND', `command ${repeat.id} was already submitted with another payload`, { id: repeat.id });
+  }
+  return { ...holder.answer, replayed: true };
+}

@@ -1,0 +1,144 @@
+/**
+ * The in-memory `CommandStore` (`storage.driver: memory`): for tests and throwaway runs. Same
+ * contract as the SQLite store; nothing survives `close()`. Values are copied in and out, as a
+ * durable store would, so no caller shares an object with the store.
+ *
+ * Limits: idempotency records live for the idempotency window and are purged by the sweeper; the
+ * outbox holds what was accepted and not yet delivered (both bounded by the ingestion rate limit
+ * and the window, not by a count).
+ */
+import {
+  MAX_ALIASES_PER_COMMAND,
+  type CommandStore,
+  type IdempotencyRecord,
+  type NewOutboxEntry,
+  type OutboxEntry,
+} from './CommandStore.ts';
+
+/** A `CommandStore` held in process memory. */
+export class MemoryCommandStore implements CommandStore {
+  readonly #records = new Map<string, IdempotencyRecord>();
+  /** By seq; insertion order is seq order. */
+  readonly #outbox = new Map<number, OutboxEntry>();
+  readonly #aliases = new Map<string, string[]>();
+  #lastSeq = 0;
+  #open = false;
+
+  async open(): Promise<void> {
+    this.#open = true;
+  }
+
+  async close(): Promise<void> {
+    this.#open = false;
+    this.#records.clear();
+    this.#outbox.clear();
+    this.#aliases.clear();
+  }
+
+  async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    this.#assertOpen();
+    const live = this.#live(record.id, nowMs);
+    if (live) return copy(live);
+    this.#records.set(record.id, copy(record));
+    this.#insert(entry);
+    return undefined;
+  }
+
+  async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    this.#assertOpen();
+    const live = this.#live(record.id, nowMs);
+    if (live) return copy(live);
+    this.#records.set(record.id, copy(record));
+    return undefined;
+  }
+
+  async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    this.#assertOpen();
+    const live = this.#live(id, nowMs);
+    return live && copy(live);
+  }
+
+  async purgeExpired(nowMs: number): Promise<number> {
+    this.#assertOpen();
+    let removed = 0;
+    for (const [id, record] of this.#records) {
+      if (record.expiresMs > nowMs) continue;
+      this.#records.delete(id);
+      removed++;
+    }
+    return removed;
+  }
+
+  async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
+    this.#assertOpen();
+    return copy(this.#insert(entry));
+  }
+
+  async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
+    this.#assertOpen();
+    return [...this.#outbox.values()]
+      .filter((entry) => entry.backend === backend && entry.nextAttemptMs <= nowMs)
+      .sort((a, b) => a.nextAttemptMs - b.nextAttemptMs || a.seq - b.seq)
+      .slice(0, Math.max(0, limit))
+      .map(copy);
+  }
+
+  async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
+    this.#assertOpen();
+    const entry = this.#outbox.get(seq);
+    if (entry) Object.assign(entry, { attempts, nextAttemptMs, lastError });
+  }
+
+  async complete(seq: number): Promise<void> {
+    this.#assertOpen();
+    this.#outbox.delete(seq);
+  }
+
+  async nextDueMs(): Promise<number | undefined> {
+    this.#assertOpen();
+    let earliest: number | undefined;
+    for (const entry of this.#outbox.values()) earliest = Math.min(earliest ?? Infinity, entry.nextAttemptMs);
+    return earliest;
+  }
+
+  async backends(): Promise<string[]> {
+    this.#assertOpen();
+    return [...new Set([...this.#outbox.values()].map((entry) => entry.backend))];
+  }
+
+  async depth(): Promise<number> {
+    this.#assertOpen();
+    return this.#outbox.size;
+  }
+
+  async rememberAlias(id: string, alias: string): Promise<void> {
+    this.#assertOpen();
+    const known = this.#aliases.get(id) ?? [];
+    if (known.includes(alias) || known.length >= MAX_ALIASES_PER_COMMAND) return;
+    this.#aliases.set(id, [...known, alias]);
+  }
+
+  async aliasesOf(id: string): Promise<string[]> {
+    this.#assertOpen();
+    return [...(this.#aliases.get(id) ?? [])];
+  }
+
+  #live(id: string, nowMs: number): IdempotencyRecord | undefined {
+    const record = this.#records.get(id);
+    return record && record.expiresMs > nowMs ? record : undefined;
+  }
+
+  #insert(entry: NewOutboxEntry): OutboxEntry {
+    const stored: OutboxEntry = { ...copy(entry), seq: ++this.#lastSeq };
+    this.#outbox.set(stored.seq, stored);
+    return stored;
+  }
+
+  #assertOpen(): void {
+    if (!this.#open) throw new Error('MemoryCommandStore is not open');
+  }
+}
+
+function copy<T>(value: T): T {
+  return structuredClone(value);
+}

@@ -1,0 +1,257 @@
+/**
+ * The SQLite `CommandStore` (`storage.driver: sqlite`): its own `node:sqlite` connection on the
+ * event log's file (`storage.path`); WAL lets both connections work on it. Tables `command_ids`
+ * (idempotency records), `outbox` and `correlation_aliases`; the event log's tables and its
+ * `user_version` are left alone.
+ *
+ * Durability is the event log's: WAL with `synchronous=NORMAL`, so a committed accept survives the
+ * process being killed. Every write is one short synchronous transaction (`BEGIN IMMEDIATE`), so
+ * the two connections of this process never wait on each other for long; `busy_timeout` covers the
+ * rest.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import {
+  MAX_ALIASES_PER_COMMAND,
+  type CommandStore,
+  type IdempotencyRecord,
+  type NewOutboxEntry,
+  type OutboxEntry,
+} from './CommandStore.ts';
+
+/** How long a statement waits for the other connection's lock, in ms. */
+const BUSY_TIMEOUT_MS = 5_000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS command_ids (
+  id          TEXT PRIMARY KEY,
+  principal   TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  answer      TEXT NOT NULL,
+  expires_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS command_ids_expires ON command_ids (expires_ms);
+CREATE TABLE IF NOT EXISTS outbox (
+  seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+  id              TEXT NOT NULL,
+  backend         TEXT NOT NULL,
+  command         TEXT NOT NULL,
+  principal       TEXT NOT NULL,
+  traceparent     TEXT,
+  accepted_ms     INTEGER NOT NULL,
+  attempts        INTEGER NOT NULL,
+  next_attempt_ms INTEGER NOT NULL,
+  last_error      TEXT
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox (backend, next_attempt_ms, seq);
+CREATE INDEX IF NOT EXISTS outbox_next ON outbox (next_attempt_ms);
+CREATE TABLE IF NOT EXISTS correlation_aliases (
+  id    TEXT NOT NULL,
+  alias TEXT NOT NULL,
+  PRIMARY KEY (id, alias)
+) WITHOUT ROWID;
+`;
+
+interface RecordRow {
+  id: string;
+  principal: string;
+  fingerprint: string;
+  answer: string;
+  expires_ms: number;
+}
+
+interface OutboxRow {
+  seq: number;
+  id: string;
+  backend: string;
+  command: string;
+  principal: string;
+  traceparent: string | null;
+  accepted_ms: number;
+  attempts: number;
+  next_attempt_ms: number;
+  last_error: string | null;
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+/** A `CommandStore` in one SQLite file (or `:memory:` for tests). */
+export class SqliteCommandStore implements CommandStore {
+  readonly #path: string;
+  #db: DatabaseSync | undefined;
+  #sql: Statements | undefined;
+
+  /** @param path the database file (its directory is created), usually `storage.path`. */
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  async open(): Promise<void> {
+    if (this.#db) return;
+    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
+    const db = new DatabaseSync(this.#path, { timeout: BUSY_TIMEOUT_MS });
+    try {
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = NORMAL');
+      db.exec(SCHEMA);
+      this.#sql = prepareStatements(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    this.#db = db;
+  }
+
+  async close(): Promise<void> {
+    const db = this.#db;
+    this.#db = undefined;
+    this.#sql = undefined;
+    db?.close();
+  }
+
+  async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    return this.#transaction((sql) => {
+      const live = liveRecord(sql, record.id, nowMs);
+      if (live) return live;
+      storeRecord(sql, record);
+      insertEntry(sql, entry);
+      return undefined;
+    });
+  }
+
+  async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    return this.#transaction((sql) => {
+      const live = liveRecord(sql, record.id, nowMs);
+      if (!live) storeRecord(sql, record);
+      return live;
+    });
+  }
+
+  async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    return liveRecord(this.#statements(), id, nowMs);
+  }
+
+  async purgeExpired(nowMs: number): Promise<number> {
+    return Number(this.#statements().purgeExpired.run(nowMs).changes);
+  }
+
+  async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
+    const seq = insertEntry(this.#statements(), entry);
+    return { ...structuredClone(entry), seq };
+  }
+
+  async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
+    const rows = this.#statements().due.all(backend, nowMs, Math.max(0, limit)) as unknown as OutboxRow[];
+    return rows.map(entryOf);
+  }
+
+  async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
+    this.#statements().reschedule.run(attempts, nextAttemptMs, lastError, seq);
+  }
+
+  async complete(seq: number): Promise<void> {
+    this.#statements().complete.run(seq);
+  }
+
+  async nextDueMs(): Promise<number | undefined> {
+    return (this.#statements().nextDue.get()?.next as number | null | undefined) ?? undefined;
+  }
+
+  async backends(): Promise<string[]> {
+    return this.#statements().backends.all().map((row) => row.backend as string);
+  }
+
+  async depth(): Promise<number> {
+    return this.#statements().depth.get()!.n as number;
+  }
+
+  async rememberAlias(id: string, alias: string): Promise<void> {
+    this.#transaction((sql) => {
+      const known = sql.aliasCount.get(id)!.n as number;
+      if (known < MAX_ALIASES_PER_COMMAND) sql.insertAlias.run(id, alias);
+    });
+  }
+
+  async aliasesOf(id: string): Promise<string[]> {
+    return this.#statements().aliases.all(id).map((row) => row.alias as string);
+  }
+
+  /** Runs `work` inside BEGIN IMMEDIATE … COMMIT; rolls back and rethrows when it throws. */
+  #transaction<T>(work: (sql: Statements) => T): T {
+    const sql = this.#statements();
+    sql.begin.run();
+    try {
+      const result = work(sql);
+      sql.commit.run();
+      return result;
+    } catch (err) {
+      if (this.#db?.isTransaction) sql.rollback.run();
+      throw err;
+    }
+  }
+
+  #statements(): Statements {
+    if (!this.#sql) throw new Error('SqliteCommandStore is not open');
+    return this.#sql;
+  }
+}
+
+function prepareStatements(db: DatabaseSync) {
+  const statement = (sql: string): StatementSync => db.prepare(sql);
+  return {
+    begin: statement('BEGIN IMMEDIATE'),
+    commit: statement('COMMIT'),
+    rollback: statement('ROLLBACK'),
+    findRecord: statement('SELECT * FROM command_ids WHERE id = ? AND expires_ms > ?'),
+    storeRecord: statement('INSERT OR REPLACE INTO command_ids (id, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?)'),
+    purgeExpired: statement('DELETE FROM command_ids WHERE expires_ms <= ?'),
+    insertEntry: statement(
+      `INSERT INTO outbox (id, backend, command, principal, traceparent, accepted_ms, attempts, next_attempt_ms, last_error)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    due: statement('SELECT * FROM outbox WHERE backend = ? AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?'),
+    reschedule: statement('UPDATE outbox SET attempts = ?, next_attempt_ms = ?, last_error = ? WHERE seq = ?'),
+    complete: statement('DELETE FROM outbox WHERE seq = ?'),
+    nextDue: statement('SELECT MIN(next_attempt_ms) AS next FROM outbox'),
+    backends: statement('SELECT DISTINCT backend FROM outbox'),
+    depth: statement('SELECT COUNT(*) AS n FROM outbox'),
+    aliasCount: statement('SELECT COUNT(*) AS n FROM correlation_aliases WHERE id = ?'),
+    insertAlias: statement('INSERT OR IGNORE INTO correlation_aliases (id, alias) VALUES (?, ?)'),
+    aliases: statement('SELECT alias FROM correlation_aliases WHERE id = ? ORDER BY alias'),
+  };
+}
+
+function liveRecord(sql: Statements, id: string, nowMs: number): IdempotencyRecord | undefined {
+  const row = sql.findRecord.get(id, nowMs) as unknown as RecordRow | undefined;
+  if (!row) return undefined;
+  return { id: row.id, principal: row.principal, fingerprint: row.fingerprint, answer: JSON.parse(row.answer), expiresMs: row.expires_ms };
+}
+
+function storeRecord(sql: Statements, record: IdempotencyRecord): void {
+  sql.storeRecord.run(record.id, record.principal, record.fingerprint, JSON.stringify(record.answer), record.expiresMs);
+}
+
+function insertEntry(sql: Statements, entry: NewOutboxEntry): number {
+  const result = sql.insertEntry.run(
+    entry.id, entry.backend, JSON.stringify(entry.command), entry.principal, entry.traceparent ?? null,
+    entry.acceptedMs, entry.attempts, entry.nextAttemptMs, entry.lastError ?? null,
+  );
+  return Number(result.lastInsertRowid);
+}
+
+function entryOf(row: OutboxRow): OutboxEntry {
+  const entry: OutboxEntry = {
+    seq: row.seq,
+    id: row.id,
+    backend: row.backend,
+    command: JSON.parse(row.command),
+    principal: row.principal,
+    acceptedMs: row.accepted_ms,
+    attempts: row.attempts,
+    nextAttemptMs: row.next_attempt_ms,
+  };
+  if (row.traceparent !== null) entry.traceparent = row.traceparent;
+  if (row.last_error !== null) entry.lastError = row.last_error;
+  return entry;
+}

@@ -1,0 +1,50 @@
+/**
+ * The commands capability over HTTP (PROTOCOL-NOTES.md, Commands): the catalogue
+ * (`GET /commands`), the schemas (`GET /commands/{schema}/{version}`, `application/schema+json`)
+ * and the write path (`POST /commands`), at the root and scoped to one backend under
+ * `/services/{id}/` (in front of the pass-through).
+ */
+import type { BackendDirectory } from '../../backends/directory.ts';
+import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
+import type { CommandIngestion } from '../../commands/ingestion.ts';
+import { ProtoError } from '../../errors.ts';
+import type { Reply, RequestContext, Route } from '../route.ts';
+
+/** What the routes need. */
+export interface CommandRoutesOptions {
+  catalogue: CommandCatalogue;
+  ingestion: CommandIngestion;
+  backends: BackendDirectory;
+}
+
+/** The routes of the commands capability. */
+export function commandRoutes(options: CommandRoutesOptions): Route[] {
+  const { catalogue, ingestion } = options;
+  const scoped = (ctx: RequestContext): string => {
+    if (!options.backends.get(ctx.params.id)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
+    return ctx.params.id;
+  };
+  const list = (backendId?: string): Reply => ({ status: 200, body: { commands: catalogue.list(backendId) } });
+  const schema = (ctx: RequestContext, backendId?: string): Reply => ({
+    status: 200,
+    body: catalogue.schemaDocument(ctx.params.schema, ctx.params.version, backendId),
+    contentType: 'application/schema+json',
+  });
+  const submit = async (ctx: RequestContext, service?: string): Promise<Reply> => {
+    const answer = await ingestion.submit({
+      principal: ctx.principal.id,
+      readBody: () => ctx.json(),
+      traceparent: ctx.traceparent,
+      ...(service !== undefined && { service }),
+    });
+    return { status: answer.status, body: answer.body };
+  };
+  return [
+    { method: 'GET', path: '/commands', handle: () => list() },
+    { method: 'GET', path: '/services/:id/commands', handle: (ctx) => list(scoped(ctx)) },
+    { method: 'GET', path: '/commands/:schema/:version', handle: (ctx) => schema(ctx) },
+    { method: 'GET', path: '/services/:id/commands/:schema/:version', handle: (ctx) => schema(ctx, scoped(ctx)) },
+    { method: 'POST', path: '/commands', handle: (ctx) => submit(ctx) },
+    { method: 'POST', path: '/services/:id/commands', handle: (ctx) => submit(ctx, scoped(ctx)) },
+  ];
+}

@@ -1,0 +1,187 @@
+/**
+ * The contracts of the command store ports (STYLE.md rule 4), one exported suite each, run by
+ * every adapter's test file with a factory of fresh, unopened, empty stores:
+ * `idempotencyContract` (IdempotencyStore), `outboxContract` (Outbox) and `commandStoreContract`
+ * (the atomic accept and the correlation aliases of a CommandStore).
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  MAX_ALIASES_PER_COMMAND,
+  type CommandStore,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  type NewOutboxEntry,
+  type Outbox,
+} from '../../src/commands/CommandStore.ts';
+
+const NOW = Date.parse('2030-01-01T00:00:00Z');
+
+/** An idempotency record of `id` that expires at NOW + `ttlMs`. */
+export function record(id: string, overrides: Partial<IdempotencyRecord> = {}, ttlMs = 60_000): IdempotencyRecord {
+  return { id, principal: 'ops', fingerprint: `fp-${id}`, answer: { status: 201, body: { id } }, expiresMs: NOW + ttlMs, ...overrides };
+}
+
+/** An outbox entry of command `id` for `backend`, due at NOW + `dueInMs`. */
+export function outboxEntry(id: string, backend = 'orders', dueInMs = 0): NewOutboxEntry {
+  return {
+    id,
+    backend,
+    command: { specversion: '1.0', id, source: 'urn:test', type: 'PlaceOrder', datacontenttype: 'application/json', dataschema: 'place-order/1.0', time: new Date(NOW).toISOString(), data: { sku: 'a', qty: 1 } },
+    principal: 'ops',
+    traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    acceptedMs: NOW,
+    attempts: 0,
+    nextAttemptMs: NOW + dueInMs,
+  };
+}
+
+/** Opens a fresh store before each test and closes it after; returns a getter. */
+function lifecycle<T extends { open(): Promise<void>; close(): Promise<void> }>(make: () => T | Promise<T>): () => T {
+  let store: T;
+  beforeEach(async () => {
+    store = await make();
+    await store.open();
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+  return () => store;
+}
+
+/** The IdempotencyStore contract. */
+export function idempotencyContract(name: string, make: () => IdempotencyStore | Promise<IdempotencyStore>): void {
+  describe(`IdempotencyStore contract: ${name}`, () => {
+    const store = lifecycle(make);
+
+    it('stores a first claim and returns the live record to a second one', async () => {
+      expect(await store().claim(record('a'), NOW)).toBeUndefined();
+      const holder = await store().claim(record('a', { principal: 'other', fingerprint: 'x' }), NOW + 1);
+      expect(holder).toEqual(record('a'));
+      expect(await store().find('a', NOW)).toEqual(record('a'));
+    });
+
+    it('lets an expired record be claimed again', async () => {
+      await store().claim(record('a', {}, 1000), NOW);
+      expect(await store().find('a', NOW + 1000)).toBeUndefined();
+      expect(await store().claim(record('a', { principal: 'late' }, 5000), NOW + 1000)).toBeUndefined();
+      expect((await store().find('a', NOW + 1000))?.principal).toBe('late');
+    });
+
+    it('keeps exactly one of two concurrent claims of one id', async () => {
+      const results = await Promise.all([store().claim(record('c', { principal: 'p1' }), NOW), store().claim(record('c', { principal: 'p2' }), NOW)]);
+      expect(results.filter((r) => r === undefined)).toHaveLength(1);
+      const kept = await store().find('c', NOW);
+      expect(results.find((r) => r !== undefined)).toEqual(kept);
+    });
+
+    it('returns copies: changing a returned record changes nothing stored', async () => {
+      await store().claim(record('a'), NOW);
+      const found = (await store().find('a', NOW))!;
+      (found.answer.body as { id: string }).id = 'changed';
+      expect((await store().find('a', NOW))!.answer.body).toEqual({ id: 'a' });
+    });
+
+    it('purges expired records only', async () => {
+      await store().claim(record('old', {}, 10), NOW);
+      await store().claim(record('new', {}, 10_000), NOW);
+      expect(await store().purgeExpired(NOW + 100)).toBe(1);
+      expect(await store().find('new', NOW + 100)).toBeDefined();
+      expect(await store().find('old', NOW)).toBeUndefined();
+    });
+  });
+}
+
+/** The Outbox contract. */
+export function outboxContract(name: string, make: () => Outbox | Promise<Outbox>): void {
+  describe(`Outbox contract: ${name}`, () => {
+    const store = lifecycle(make);
+
+    it('enqueues with increasing seqs and keeps every field', async () => {
+      const a = await store().enqueue(outboxEntry('a'));
+      const b = await store().enqueue(outboxEntry('b'));
+      expect(b.seq).toBeGreaterThan(a.seq);
+      const [due] = await store().due('orders', NOW, 1);
+      expect(due).toEqual({ ...outboxEntry('a'), seq: a.seq });
+      expect(await store().depth()).toBe(2);
+    });
+
+    it('lists due entries of one backend, earliest due first, up to the limit', async () => {
+      await store().enqueue(outboxEntry('later', 'orders', 500));
+      await store().enqueue(outboxEntry('x', 'payments'));
+      await store().enqueue(outboxEntry('first', 'orders', -10));
+      await store().enqueue(outboxEntry('second', 'orders'));
+      expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['first', 'second']);
+      expect((await store().due('orders', NOW + 500, 2)).map((e) => e.id)).toEqual(['first', 'second']);
+      expect((await store().due('orders', NOW + 500, 10)).map((e) => e.id)).toEqual(['first', 'second', 'later']);
+      expect((await store().due('payments', NOW, 10)).map((e) => e.id)).toEqual(['x']);
+      expect(await store().due('nobody', NOW, 10)).toEqual([]);
+    });
+
+    it('reschedules a failed attempt and reports the next due time', async () => {
+      const { seq } = await store().enqueue(outboxEntry('a'));
+      expect(await store().nextDueMs()).toBe(NOW);
+      await store().reschedule(seq, 1, NOW + 5000, 'BACKEND_UNAVAILABLE: down');
+      expect(await store().due('orders', NOW, 10)).toEqual([]);
+      const [entry] = await store().due('orders', NOW + 5000, 10);
+      expect(entry).toMatchObject({ attempts: 1, nextAttemptMs: NOW + 5000, lastError: 'BACKEND_UNAVAILABLE: down' });
+      expect(await store().nextDueMs()).toBe(NOW + 5000);
+    });
+
+    it('completes entries (twice is a no-op) and lists the backends with entries', async () => {
+      const a = await store().enqueue(outboxEntry('a', 'orders'));
+      await store().enqueue(outboxEntry('b', 'payments'));
+      expect((await store().backends()).sort()).toEqual(['orders', 'payments']);
+      await store().complete(a.seq);
+      await store().complete(a.seq);
+      expect(await store().backends()).toEqual(['payments']);
+      expect(await store().depth()).toBe(1);
+    });
+
+    it('is empty at first', async () => {
+      expect(await store().depth()).toBe(0);
+      expect(await store().nextDueMs()).toBeUndefined();
+      expect(await store().backends()).toEqual([]);
+    });
+  });
+}
+
+/** The CommandStore contract: accept is atomic (record and entry together, or neither), and aliases. */
+export function commandStoreContract(name: string, make: () => CommandStore | Promise<CommandStore>): void {
+  describe(`CommandStore contract: ${name}`, () => {
+    const store = lifecycle(make);
+
+    it('writes the record and the outbox entry together', async () => {
+      expect(await store().accept(record('a'), outboxEntry('a'), NOW)).toBeUndefined();
+      expect(await store().find('a', NOW)).toEqual(record('a'));
+      expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['a']);
+    });
+
+    it('writes nothing when the id is held, and returns the holder', async () => {
+      await store().accept(record('a'), outboxEntry('a'), NOW);
+      const holder = await store().accept(record('a', { fingerprint: 'other' }), outboxEntry('a'), NOW + 1);
+      expect(holder).toEqual(record('a'));
+      expect(await store().depth()).toBe(1);
+    });
+
+    it('of concurrent accepts of one id, enqueues exactly one', async () => {
+      const results = await Promise.all(Array.from({ length: 5 }, () => store().accept(record('c'), outboxEntry('c'), NOW)));
+      expect(results.filter((r) => r === undefined)).toHaveLength(1);
+      expect(await store().depth()).toBe(1);
+    });
+
+    it('accepts an id again once its record expired', async () => {
+      await store().accept(record('a', {}, 10), outboxEntry('a'), NOW);
+      expect(await store().accept(record('a', {}, 10), outboxEntry('a'), NOW + 10)).toBeUndefined();
+      expect(await store().depth()).toBe(2);
+    });
+
+    it('remembers correlation aliases, each once, up to the limit', async () => {
+      expect(await store().aliasesOf('a')).toEqual([]);
+      await store().rememberAlias('a', 'backend-1');
+      await store().rememberAlias('a', 'backend-1');
+      expect(await store().aliasesOf('a')).toEqual(['backend-1']);
+      for (let i = 0; i < MAX_ALIASES_PER_COMMAND + 3; i++) await store().rememberAlias('b', `x${i}`);
+      expect(await store().aliasesOf('b')).toHaveLength(MAX_ALIASES_PER_COMMAND);
+    });
+  });
+}
