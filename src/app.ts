@@ -27,6 +27,8 @@ import { backendMetrics } from './metrics/backends.ts';
 import { httpMetrics } from './metrics/http.ts';
 import { ingestMetrics } from './metrics/ingest.ts';
 import { logMetrics } from './metrics/log.ts';
+import { sseMetrics } from './metrics/sse.ts';
+import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { GATEWAY_VERSION } from './version.ts';
 import { createCommandPath } from './command-path.ts';
 
@@ -40,6 +42,8 @@ export interface GatewayOptions {
 /** A part with a lifecycle: `start()` once at boot, `close()` at shutdown (safe to call twice). */
 export interface Component {
   start?(): Promise<void> | void;
+  /** Optional: called when shutdown begins, before the HTTP drain (long-lived streams end here). */
+  drain?(): Promise<void> | void;
   close(): Promise<void> | void;
 }
 
@@ -114,6 +118,10 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   const ingestors = createIngestors({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
   components.push(...[...ingestors.values()].flat(), new Pruner(log, config.events.retention, logger));
 
+  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger });
+  components.push(sse.hub);
+  routes.push(...sse.routes);
+
   components.push(...commands.components);
   routes.push(...commands.routes);
 
@@ -145,6 +153,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     close: once(async () => {
       ready = false;
       backends.close();
+      for (const component of components) await component.drain?.();
       await http.close(config.server.shutdownTimeoutMs);
       for (const component of components.reverse()) await component.close();
       await log.close();

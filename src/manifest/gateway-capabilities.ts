@@ -14,9 +14,10 @@ export const EVENTS_CAPABILITY: CapabilitySpec = {
   endpoints: [
     { method: 'GET', path: '/events', description: 'Historical query: type, correlationId, source, from, to, limit, after' },
     { method: 'GET', path: '/events/catalogue', description: 'Event-type catalogue' },
+    { method: 'GET', path: '/events/stream', description: 'Live SSE stream: type, correlationId, source; replay after Last-Event-ID' },
     { method: 'GET', path: '/events/{schema}/{version}', description: 'JSON Schema of a typed event' },
   ],
-  push: { sse: false, webhook: false, mcp: false, a2a: false },
+  push: { sse: true, webhook: false, mcp: false, a2a: false },
 };
 
 /** The commands capability: the aggregated command catalogue, its schemas and the one write path. */
