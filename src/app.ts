@@ -31,12 +31,18 @@ import { sseMetrics } from './metrics/sse.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { GATEWAY_VERSION } from './version.ts';
 import { createCommandPath } from './command-path.ts';
+import type { Resolver } from './bridges/webhooks/ssrf-guard.ts';
+import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
+import { subscriptionRoutes } from './http/routes/subscriptions.ts';
+import { webhookMetrics } from './metrics/webhooks.ts';
 
 export interface GatewayOptions {
   /** Default: pino JSON lines on stdout. */
   logger?: Logger;
   /** Default: a new registry with the default process metrics. */
   registry?: Registry;
+  /** Host resolver of the webhook SSRF guard (registration and delivery); default `dns.lookup` (tests inject one). */
+  resolver?: Resolver;
 }
 
 /** A part with a lifecycle: `start()` once at boot, `close()` at shutdown (safe to call twice). */
@@ -60,6 +66,8 @@ export interface Gateway {
   log: EventLog;
   /** The ingestors of each backend (a proto follower, or one poller per legacy `records` entry). */
   ingestors: Map<string, Ingestor[]>;
+  /** Webhook subscriptions and deliveries (service removal calls `webhooks.subscriptions.deleteByService`). */
+  webhooks: WebhookBridge;
   /** Stops accepting, drains within `server.shutdownTimeout`, closes every component. Idempotent. */
   close(): Promise<void>;
 }
@@ -122,6 +130,18 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   components.push(sse.hub);
   routes.push(...sse.routes);
 
+  const webhooks = new WebhookBridge({
+    config: config.webhooks,
+    storage: config.storage,
+    log,
+    metrics: webhookMetrics(registry),
+    logger,
+    isKnownService: (id) => backends.get(id) !== undefined,
+    resolver: options.resolver,
+  });
+  components.push(webhooks);
+  routes.push(...subscriptionRoutes(webhooks.subscriptions));
+
   components.push(...commands.components);
   routes.push(...commands.routes);
 
@@ -150,6 +170,7 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     backends,
     log,
     ingestors,
+    webhooks,
     close: once(async () => {
       ready = false;
       backends.close();

@@ -16,8 +16,13 @@ export const EVENTS_CAPABILITY: CapabilitySpec = {
     { method: 'GET', path: '/events/catalogue', description: 'Event-type catalogue' },
     { method: 'GET', path: '/events/stream', description: 'Live SSE stream: type, correlationId, source; replay after Last-Event-ID' },
     { method: 'GET', path: '/events/{schema}/{version}', description: 'JSON Schema of a typed event' },
+    { method: 'POST', path: '/subscriptions', description: 'Register a webhook: webhook.url, webhook.secret, filter.types, serviceId' },
+    { method: 'GET', path: '/subscriptions', description: "The caller's webhook subscriptions" },
+    { method: 'GET', path: '/subscriptions/{id}', description: 'One webhook subscription' },
+    { method: 'DELETE', path: '/subscriptions/{id}', description: 'Remove a webhook subscription and its pending deliveries' },
+    { method: 'GET', path: '/subscriptions/{id}/deliveries', description: 'Deliveries of a subscription: status (pending, in-flight, succeeded, dead), limit, after' },
   ],
-  push: { sse: true, webhook: false, mcp: false, a2a: false },
+  push: { sse: true, webhook: true, mcp: false, a2a: false },
 };
 
 /** The commands capability: the aggregated command catalogue, its schemas and the one write path. */

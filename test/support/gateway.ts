@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { startGateway, type Gateway } from '../../src/app.ts';
+import { startGateway, type Gateway, type GatewayOptions } from '../../src/app.ts';
 import { parseConfig } from '../../src/config/load.ts';
 
 const open: Array<{ close(): Promise<void> }> = [];
@@ -21,10 +21,15 @@ export function gatewayYaml(body = '', storage = 'storage: { driver: memory }'):
   return `server: { host: 127.0.0.1, port: 0 }\n${storage}\n${body}`;
 }
 
-/** Starts a gateway from YAML; `file` decides where relative paths point. */
-export async function startTestGateway(yaml: string, env: NodeJS.ProcessEnv = {}, file = join(tempDir(), 'gateway.yaml')): Promise<Gateway> {
+/** Starts a gateway from YAML; `file` decides where relative paths point; `options` adds gateway options (e.g. a resolver). */
+export async function startTestGateway(
+  yaml: string,
+  env: NodeJS.ProcessEnv = {},
+  file = join(tempDir(), 'gateway.yaml'),
+  options: GatewayOptions = {},
+): Promise<Gateway> {
   const config = await parseConfig(yaml, file, env);
-  const gateway = await startGateway(config, { logger: pino({ level: 'silent' }) });
+  const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), ...options });
   track(gateway);
   return gateway;
 }

@@ -1,0 +1,166 @@
+/**
+ * Fan-out from the event log to the delivery queue: every event appended to the log becomes one
+ * queued delivery per active subscription that wants its type (PROTOCOL.md 6.3 rule 5) and was
+ * created before it.
+ *
+ * The log itself is the buffer: the fan-out reads it by position from a durable checkpoint
+ * (`webhooks:fanout` in the log's checkpoints), enqueues a page, then moves the checkpoint. Live
+ * appends only wake it up. So events appended while the gateway was down are fanned out at the
+ * next start, and a crash between an enqueue and its checkpoint re-enqueues the same message ids,
+ * which the queue skips. When the queue holds `maxQueued` unfinished deliveries the fan-out parks
+ * (policy when full): it stops reading, keeps its checkpoint, and looks again after `PARK_MS`;
+ * nothing is dropped while the log retains the events.
+ */
+import type { Logger } from 'pino';
+import { v5 as uuidv5 } from 'uuid';
+import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
+import type { DeliveryQueue, NewDelivery } from './DeliveryQueue.ts';
+import { wantsType, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
+
+/** The log checkpoint holding the position of the last event fanned out. */
+export const FANOUT_CHECKPOINT = 'webhooks:fanout';
+
+/** UUIDv5 namespace of webhook message ids. Never change it: queued ids depend on it. */
+export const WEBHOOK_MESSAGE_NAMESPACE = '0b8f4f7e-3a52-4c36-9d1e-8d3f1d0a6c21';
+
+/** Events read from the log per page. */
+export const FANOUT_PAGE = 256;
+
+/** How long a parked fan-out waits before looking at the queue again, ms. */
+export const PARK_MS = 1000;
+
+/** Settings and collaborators of the fan-out. */
+export interface FanOutOptions {
+  log: EventLog;
+  subscriptions: SubscriptionStore;
+  queue: DeliveryQueue;
+  /** Unfinished (pending or in-flight) deliveries at most before the fan-out parks. */
+  maxQueued: number;
+  /** Called after deliveries were enqueued (wakes the dispatcher). */
+  onEnqueued: () => void;
+  logger: Logger;
+  /** Clock, epoch ms; default `Date.now`. */
+  now?: () => number;
+}
+
+/** The message id (`webhook-id`) of one event to one subscription: the same on every retry and re-enqueue. */
+export function messageId(subscriptionId: string, eventId: string): string {
+  return `msg_${uuidv5(`${subscriptionId}\n${eventId}`, WEBHOOK_MESSAGE_NAMESPACE)}`;
+}
+
+/** Turns log appends into queued deliveries, from a durable position. */
+export class WebhookFanOut {
+  readonly #o: FanOutOptions;
+  readonly #now: () => number;
+  #position = 0;
+  #unsubscribe: (() => void) | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #closed = false;
+  #parkTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: FanOutOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Reads the checkpoint (none yet: starts at the log's head), follows appends, and catches up in the background. */
+  async start(): Promise<void> {
+    const saved = await this.#o.log.checkpoint(FANOUT_CHECKPOINT);
+    this.#position = saved === undefined ? await this.#o.log.head() : Number(saved);
+    if (saved === undefined) await this.#save();
+    this.#unsubscribe = this.#o.log.subscribe(() => this.wake());
+    this.wake();
+  }
+
+  /** Reads the log from the checkpoint now. */
+  wake(): void {
+    if (this.#closed) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#run().finally(() => {
+      this.#running = undefined;
+    });
+  }
+
+  /** Resolves when the fan-out has caught up with the log as it was when called (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  /** Stops following the log; waits for the page in progress. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+    clearTimeout(this.#parkTimer);
+    await this.#running;
+  }
+
+  async #run(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        await this.#drain();
+      } while (this.#again && !this.#closed);
+    } catch (err) {
+      this.#o.logger.error({ err }, 'webhook fan-out failed; retrying');
+      this.#park();
+    }
+  }
+
+  /** Fans out page after page until the log is read or the queue is full. */
+  async #drain(): Promise<void> {
+    while (!this.#closed) {
+      const page = await this.#o.log.query({}, this.#position, FANOUT_PAGE);
+      if (page.events.length === 0) return;
+      if (await this.#queueFull()) {
+        this.#park();
+        return;
+      }
+      const deliveries = this.#deliveriesOf(page.events, await this.#o.subscriptions.listActive());
+      if (deliveries.length > 0) {
+        await this.#o.queue.enqueue(deliveries, this.#now());
+        this.#o.onEnqueued();
+      }
+      this.#position = page.events[page.events.length - 1].position;
+      await this.#save();
+    }
+  }
+
+  #deliveriesOf(events: StoredEvent[], subscriptions: Subscription[]): NewDelivery[] {
+    const now = this.#now();
+    return events.flatMap((stored) =>
+      subscriptions
+        .filter((s) => stored.position > s.afterPosition && wantsType(s, stored.event.type))
+        .map((s) => ({
+          id: messageId(s.id, stored.event.id),
+          subscriptionId: s.id,
+          eventId: stored.event.id,
+          eventType: stored.event.type,
+          payload: JSON.stringify(stored.event),
+          nextAttemptMs: now,
+        })),
+    );
+  }
+
+  async #queueFull(): Promise<boolean> {
+    const counts = await this.#o.queue.counts();
+    const full = counts.pending + counts['in-flight'] >= this.#o.maxQueued;
+    if (full) this.#o.logger.warn({ queued: counts.pending + counts['in-flight'] }, 'webhook queue full: fan-out parked');
+    return full;
+  }
+
+  #park(): void {
+    if (this.#closed) return;
+    clearTimeout(this.#parkTimer);
+    this.#parkTimer = setTimeout(() => this.wake(), PARK_MS);
+    this.#parkTimer.unref();
+  }
+
+  #save(): Promise<void> {
+    return this.#o.log.saveCheckpoint({ key: FANOUT_CHECKPOINT, value: String(this.#position) });
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * The webhook bridge (DESIGN.md: bridges events out; PROTOCOL.md 2.7, 4.5, 4.6, 6.3), assembled at
+ * boot from `webhooks` and `storage`: the subscription store and delivery queue (SQLite on the
+ * gateway's database file, or memory), the SSRF guard, the address-pinning delivery client, the
+ * dispatcher and the fan-out from the log.
+ *
+ * Lifecycle: `start()` opens the stores, re-queues deliveries a stop interrupted and catches up on
+ * the log from the fan-out checkpoint; `close()` stops the fan-out, aborts attempts in flight back
+ * to `pending`, then closes the client and the stores. Nothing queued is lost; `close()` twice is safe.
+ */
+import type { Logger } from 'pino';
+import type { StorageConfig, WebhooksConfig } from '../../config/types.ts';
+import type { EventLog } from '../../log/EventLog.ts';
+import type { WebhookMetrics } from '../../metrics/webhooks.ts';
+import type { DeliveryQueue } from './DeliveryQueue.ts';
+import { DeliveryClient } from './delivery-client.ts';
+import { DeliveryDispatcher, type DeliveryPoster } from './delivery-dispatcher.ts';
+import { WebhookFanOut } from './fan-out.ts';
+import { MemoryDeliveryQueue } from './memory-delivery-queue.ts';
+import { MemorySubscriptionStore } from './memory-subscription-store.ts';
+import { SqliteDeliveryQueue } from './sqlite-delivery-queue.ts';
+import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
+import { SsrfGuard, type Resolver } from './ssrf-guard.ts';
+import { Subscriptions } from './subscriptions.ts';
+import type { SubscriptionStore } from './SubscriptionStore.ts';
+
+/** Unfinished deliveries at most before the fan-out parks (see `fan-out.ts`). */
+export const MAX_QUEUED = 100_000;
+
+/** Finished deliveries kept for inspection: succeeded ones 1 h, dead letters 7 days and at most 10 000. */
+export const RETENTION = { succeededMs: 60 * 60 * 1000, deadMs: 7 * 24 * 60 * 60 * 1000, maxDead: 10_000 };
+
+/** How often finished deliveries beyond `RETENTION` are purged, ms. */
+export const PURGE_EVERY_MS = 10 * 60 * 1000;
+
+/** Collaborators and settings of the bridge. */
+export interface WebhookBridgeOptions {
+  config: WebhooksConfig;
+  storage: StorageConfig;
+  log: EventLog;
+  metrics: WebhookMetrics;
+  logger: Logger;
+  /** True when `serviceId` names a known service. */
+  isKnownService: (serviceId: string) => boolean;
+  /** Host resolver of the SSRF guard; default the system resolver (tests inject one). */
+  resolver?: Resolver;
+  /** Posts deliveries; default a `DeliveryClient` (benchmarks may inject another). */
+  poster?: DeliveryPoster;
+}
+
+/** The webhook bridge: a component with `start`/`close`, and the subscription manager for the routes. */
+export class WebhookBridge {
+  /** Subscription management (the `/subscriptions` routes, service removal). */
+  readonly subscriptions: Subscriptions;
+  readonly #store: SubscriptionStore;
+  readonly #queue: DeliveryQueue;
+  readonly #client: DeliveryClient;
+  readonly #dispatcher: DeliveryDispatcher;
+  readonly #fanOut: WebhookFanOut;
+  readonly #logger: Logger;
+  #purgeTimer: NodeJS.Timeout | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: WebhookBridgeOptions) {
+    const { config, metrics, logger } = options;
+    const sqlite = options.storage.driver === 'sqlite';
+    this.#logger = logger;
+    this.#store = sqlite ? new SqliteSubscriptionStore(options.storage.path) : new MemorySubscriptionStore();
+    this.#queue = sqlite ? new SqliteDeliveryQueue(options.storage.path) : new MemoryDeliveryQueue();
+    const guard = new SsrfGuard({
+      allowHttp: config.allowHttp,
+      allowPrivateNetworks: config.allowPrivateNetworks,
+      resolver: options.resolver,
+      onRefusal: (reason) => metrics.refusals.inc({ reason }),
+    });
+    this.#client = new DeliveryClient({ guard, timeoutMs: config.timeoutMs, caFile: config.ca });
+    this.#dispatcher = new DeliveryDispatcher({
+      queue: this.#queue,
+      subscriptions: this.#store,
+      client: options.poster ?? this.#client,
+      scheduleMs: config.retry.scheduleMs,
+      concurrency: config.concurrency,
+      metrics,
+      logger,
+    });
+    this.#fanOut = new WebhookFanOut({
+      log: options.log,
+      subscriptions: this.#store,
+      queue: this.#queue,
+      maxQueued: MAX_QUEUED,
+      onEnqueued: () => this.#dispatcher.wake(),
+      logger,
+    });
+    this.subscriptions = new Subscriptions({
+      store: this.#store,
+      queue: this.#queue,
+      guard,
+      log: options.log,
+      isKnownService: options.isKnownService,
+      onDeleted: (id) => this.#dispatcher.abortSubscription(id),
+    });
+    metrics.trackQueue(() => this.#queue.counts());
+  }
+
+  /** Opens the stores, starts dispatching and the fan-out (which catches up in the background). */
+  async start(): Promise<void> {
+    await this.#store.open();
+    await this.#queue.open();
+    await this.#purge();
+    await this.#dispatcher.start();
+    await this.#fanOut.start();
+    this.#purgeTimer = setInterval(() => void this.#purge(), PURGE_EVERY_MS);
+    this.#purgeTimer.unref();
+  }
+
+  /** Resolves once the fan-out has read the log up to its head (tests and benchmarks). */
+  settled(): Promise<void> {
+    return this.#fanOut.settled();
+  }
+
+  /** Stops the fan-out and the dispatcher (in-flight attempts back to pending), closes client and stores. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    clearInterval(this.#purgeTimer);
+    await this.#fanOut.close();
+    await this.#dispatcher.close();
+    await this.#client.close();
+    await this.#queue.close();
+    await this.#store.close();
+  }
+
+  async #purge(): Promise<void> {
+    const now = Date.now();
+    try {
+      await this.#queue.purge({ succeededBeforeMs: now - RETENTION.succeededMs, deadBeforeMs: now - RETENTION.deadMs, maxDead: RETENTION.maxDead });
+    } catch (err) {
+      this.#logger.error({ err }, 'webhook delivery purge failed');
+    }
+  }
+}

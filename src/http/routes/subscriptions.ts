@@ -1,0 +1,71 @@
+/**
+ * Webhook subscriptions over HTTP (PROTOCOL.md 4.5, 4.6): `POST /subscriptions` → 201 with the
+ * descriptor, `GET /subscriptions` (the caller's own), `GET /subscriptions/{id}`,
+ * `DELETE /subscriptions/{id}` → 204, and `GET /subscriptions/{id}/deliveries?status=&limit=&after=`
+ * (dead letters and the rest). Scopes follow the method: `write` for POST and DELETE, `read` for
+ * GETs. The secret is never in an answer.
+ */
+import { ProtoError } from '../../errors.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../../bridges/webhooks/DeliveryQueue.ts';
+import { parseSubscriptionRequest } from '../../bridges/webhooks/subscription-request.ts';
+import type { Subscriptions } from '../../bridges/webhooks/subscriptions.ts';
+import { positiveInteger, text } from '../params.ts';
+import type { Route } from '../route.ts';
+
+/** Page size of `GET /subscriptions/{id}/deliveries`: default and ceiling. */
+export const DELIVERY_PAGE = { default: 100, max: 1000 };
+
+/** The routes of webhook subscriptions. */
+export function subscriptionRoutes(subscriptions: Subscriptions): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/subscriptions',
+      handle: async (ctx) => {
+        const descriptor = await subscriptions.create(ctx.principal.id, parseSubscriptionRequest(await ctx.json()));
+        ctx.log.info({ subscription: descriptor.id, serviceId: descriptor.serviceId }, 'webhook subscription created');
+        return { status: 201, body: descriptor };
+      },
+    },
+    { method: 'GET', path: '/subscriptions', handle: async (ctx) => ({ status: 200, body: { subscriptions: await subscriptions.list(ctx.principal.id) } }) },
+    { method: 'GET', path: '/subscriptions/:id', handle: async (ctx) => ({ status: 200, body: await subscriptions.get(ctx.principal.id, ctx.params.id) }) },
+    {
+      method: 'DELETE',
+      path: '/subscriptions/:id',
+      handle: async (ctx) => {
+        await subscriptions.delete(ctx.principal.id, ctx.params.id);
+        ctx.log.info({ subscription: ctx.params.id }, 'webhook subscription deleted');
+        return { status: 204 };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/subscriptions/:id/deliveries',
+      handle: async (ctx) => {
+        const page = await subscriptions.deliveries(ctx.principal.id, ctx.params.id, {
+          status: statusOf(ctx.query),
+          after: cursorOf(ctx.query),
+          limit: Math.min(positiveInteger(ctx.query, 'limit', DELIVERY_PAGE.default), DELIVERY_PAGE.max),
+        });
+        const body = { deliveries: page.deliveries, ...(page.next === undefined ? {} : { nextCursor: String(page.next) }) };
+        return { status: 200, body };
+      },
+    },
+  ];
+}
+
+function statusOf(query: URLSearchParams): DeliveryStatus | undefined {
+  const status = text(query, 'status');
+  if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryStatus)) {
+    throw new ProtoError('INVALID_PARAMETER', `status must be one of ${DELIVERY_STATUSES.join(', ')}`, { parameter: 'status', value: status });
+  }
+  return status as DeliveryStatus | undefined;
+}
+
+/** `after` is the `nextCursor` of the previous page: an enqueue sequence number. */
+function cursorOf(query: URLSearchParams): number {
+  const after = text(query, 'after');
+  if (after === undefined) return 0;
+  if (!/^\d{1,15}$/.test(after)) throw new ProtoError('INVALID_CURSOR', 'after is not a cursor of this endpoint', { parameter: 'after' });
+  return Number(after);
+}
