@@ -12,7 +12,7 @@ const tls = (file: string) => fileURLToPath(new URL(`../../fixtures/tls/${file}`
 
 /** An HTTPS receiver on 127.0.0.1:0 whose certificate (from the test CA) names only receiver.test. */
 async function httpsReceiver() {
-  const seen: Array<{ servername: string | false; host: string | undefined; body: string }> = [];
+  const seen: Array<{ servername: string | false | null; host: string | undefined; body: string }> = [];
   const server: Server = createServer({ key: readFileSync(tls('receiver.key')), cert: readFileSync(tls('receiver.pem')) }, (req, res) => {
     let body = '';
     req.on('data', (chunk) => (body += chunk));
