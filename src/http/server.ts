@@ -73,7 +73,8 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   const started = process.hrtime.bigint();
   const requestId = requestIdOf(req);
   const log = options.logger.child({ reqId: requestId });
-  const url = new URL(req.url ?? '/', 'http://gateway.invalid');
+  // An absolute-form target such as `http://[::1` does not parse: that is bad input, not a crash.
+  const url = URL.parse(req.url ?? '/', 'http://gateway.invalid');
   const method = req.method ?? 'GET';
   let routeLabel = 'unmatched';
   res.setHeader('X-Request-Id', requestId);
@@ -81,9 +82,10 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   res.once('close', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     options.metrics.observe(routeLabel, method, res.statusCode, seconds);
-    log.info({ method, path: url.pathname, route: routeLabel, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'request');
+    log.info({ method, path: url?.pathname, route: routeLabel, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'request');
   });
   try {
+    if (!url) throw new ProtoError('INVALID_PARAMETER', 'the request target is not a valid URL');
     const match = options.router.match(method, url.pathname);
     if ('options' in match) {
       if (!options.cors.preflight(req, res, match.options)) sendReply(res, { status: 204, headers: { Allow: match.options.join(', ') } });

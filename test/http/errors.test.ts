@@ -30,3 +30,21 @@ describe('error bodies of the gateway', () => {
     expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
+
+describe('malformed request targets', () => {
+  it('answers 400 to a target that is not a URL and keeps serving (regression: it crashed the process)', async () => {
+    const { connect } = await import('node:net');
+    const gw = await gateway();
+    const { port } = new URL(gw.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('GET http://[::1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toContain('"code":"INVALID_PARAMETER"');
+    expect((await getJson(`${gw.url}healthz`)).status).toBe(200);
+  });
+});
