@@ -7,7 +7,7 @@
  */
 import type { AuthConfig } from '../config/types.ts';
 import type { Backend } from '../backends/directory.ts';
-import { primaryService, type ProtoBackend } from '../backends/proto-backend.ts';
+import type { ProtoBackend } from '../backends/proto-backend.ts';
 import { rewriteDeep } from './rewrite.ts';
 import { GATEWAY_SERVICE } from './capabilities.ts';
 import type { AuthenticationBlock, Capability, EndpointDescriptor, Manifest, ServiceEntry } from './types.ts';
@@ -80,7 +80,7 @@ function backendPart(backend: Backend, options: { publicOnly: boolean }): Backen
   const capabilities: Capability[] = [];
   for (const raw of backend.manifest.PROTO.capabilities ?? []) {
     if (options.publicOnly && String(raw?.name).startsWith('io.proto.')) continue;
-    const capability = sanitizeCapability(rewriteDeep(raw, backend.rewrite), services, primary);
+    const capability = sanitizeCapability(rewriteDeep(raw, backend.rewrite), services, primary, backend.publicBase);
     if (capability) capabilities.push(capability);
   }
   return { services, capabilities };
@@ -88,11 +88,11 @@ function backendPart(backend: Backend, options: { publicOnly: boolean }): Backen
 
 function protoServices(backend: ProtoBackend, fallback: ServiceEntry, publicOnly: boolean): Record<string, ServiceEntry> {
   const services: Record<string, ServiceEntry> = {};
-  const primaryName = primaryService(backend.manifest)?.[0];
   for (const [name, raw] of Object.entries(backend.manifest?.PROTO.services ?? {})) {
     if (publicOnly && name.startsWith('io.proto.')) continue;
-    const entry = sanitizeService(rewriteDeep(raw, backend.rewrite), fallback);
-    if (name === primaryName) entry.http = { endpoint: backend.publicBase };
+    const entry = sanitizeService(rewriteDeep(raw, backend.rewrite), fallback, backend.publicBase);
+    // The pass-through maps /services/{id}/ to one endpoint, so that is every service's public one.
+    entry.http = { endpoint: backend.publicBase };
     services[name] = entry;
   }
   if (Object.keys(services).length === 0) services[backend.config.service] = fallback;
@@ -110,22 +110,29 @@ function configuredService(backend: Backend): ServiceEntry {
   };
 }
 
-/** Keeps the fields PROTOCOL.md 2.2 allows and the blocks the gateway fronts (http only, so far). */
-function sanitizeService(raw: Partial<ServiceEntry> | undefined, fallback: ServiceEntry): ServiceEntry {
+/**
+ * Keeps the fields PROTOCOL.md 2.2 allows and the blocks the gateway fronts (http only, so far).
+ * A URL survives only under the backend's public base: anything else (another internal host the
+ * backend mentions) could be an address that must not leave.
+ */
+function sanitizeService(raw: Partial<ServiceEntry> | undefined, fallback: ServiceEntry, publicBase: string): ServiceEntry {
   const entry: ServiceEntry = {
     version: typeof raw?.version === 'string' && SEMVER.test(raw.version) ? raw.version : fallback.version,
     description: typeof raw?.description === 'string' && raw.description ? raw.description : fallback.description,
   };
-  if (typeof raw?.spec === 'string') entry.spec = raw.spec;
-  if (typeof raw?.http?.endpoint === 'string') entry.http = { endpoint: raw.http.endpoint };
+  if (isUnder(raw?.spec, publicBase)) entry.spec = raw?.spec;
   return entry;
 }
 
-/** Keeps a capability only if it is well-formed; its `service` always names a listed service. */
-function sanitizeCapability(raw: Partial<Capability> | undefined, services: Record<string, ServiceEntry>, primary: string | undefined): Capability | undefined {
+function isUnder(url: unknown, publicBase: string): url is string {
+  return typeof url === 'string' && url.startsWith(publicBase);
+}
+
+/** Keeps a capability only if it is well-formed with public `spec` and `schema`; its `service` always names a listed service. */
+function sanitizeCapability(raw: Partial<Capability> | undefined, services: Record<string, ServiceEntry>, primary: string | undefined, publicBase: string): Capability | undefined {
   if (!raw || typeof raw.name !== 'string' || !CAPABILITY_NAME.test(raw.name)) return undefined;
   if (typeof raw.version !== 'string' || !SEMVER.test(raw.version)) return undefined;
-  if (typeof raw.spec !== 'string' || typeof raw.schema !== 'string' || typeof raw.description !== 'string') return undefined;
+  if (!isUnder(raw.spec, publicBase) || !isUnder(raw.schema, publicBase) || typeof raw.description !== 'string') return undefined;
   const capability: Capability = { name: raw.name, version: raw.version, description: raw.description, spec: raw.spec, schema: raw.schema };
   if (typeof raw.extends === 'string') capability.extends = raw.extends;
   const service = typeof raw.service === 'string' && services[raw.service] ? raw.service : primary;

@@ -133,3 +133,40 @@ describe('aggregated public manifest', () => {
     expect(JSON.stringify(after)).not.toContain(`127.0.0.1:${port}`);
   });
 });
+
+describe('addresses a backend mentions that are not its own', () => {
+  it('never publishes them: every service gets the public endpoint, foreign URLs are dropped', async () => {
+    const { createServer } = await import('node:http');
+    let base = '';
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({
+        PROTO: {
+          version: '1.0.0',
+          services: {
+            'com.acme.main': { version: '1.0.0', description: 'main', spec: `${base}/docs`, http: { endpoint: `${base}/` } },
+            'com.acme.internal': { version: '1.0.0', description: 'internal', spec: 'http://wiki.corp.internal/svc', http: { endpoint: 'http://10.1.2.3:9000/' } },
+          },
+          capabilities: [
+            { name: 'com.acme.main.ok', version: '1.0.0', description: 'kept', spec: `${base}/spec`, schema: `${base}/schema.json`, service: 'com.acme.main' },
+            { name: 'com.acme.main.leaky', version: '1.0.0', description: 'dropped', spec: 'http://wiki.corp.internal/cap', schema: `${base}/schema.json` },
+          ],
+        },
+      }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    track({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const gw = await startTestGateway(gatewayYaml(`backends:\n  - { id: acme, kind: proto, url: "${base}" }`));
+    for (const path of ['.well-known/proto', 'services/acme/.well-known/proto']) {
+      const { body } = await getJson(`${gw.url}${path}`);
+      const text = JSON.stringify(body);
+      for (const leak of ['10.1.2.3', 'corp.internal', new URL(base).host]) expect(text, path).not.toContain(leak);
+      expect(body.PROTO.services['com.acme.internal'].http.endpoint).toBe(`${gw.url}services/acme/`);
+      expect(body.PROTO.services['com.acme.main'].spec).toBe(`${gw.url}services/acme/docs`);
+      const names = body.PROTO.capabilities.map((c: { name: string }) => c.name);
+      expect(names).toContain('com.acme.main.ok');
+      expect(names).not.toContain('com.acme.main.leaky');
+    }
+  });
+});
