@@ -22,11 +22,23 @@ export interface CompiledExpression {
   evaluate(input: unknown): Promise<unknown>;
 }
 
+/** How placeholder values are written into a template's text. */
+export interface RenderOptions {
+  /** Applied to each placeholder's value (not to the literal text): `encodeURIComponent` for URL paths. */
+  encode?: (value: string) => string;
+}
+
 /** A compiled template. `render` fails when a placeholder yields nothing. */
 export interface CompiledTemplate {
   readonly source: string;
-  render(input: unknown): Promise<string>;
+  render(input: unknown, options?: RenderOptions): Promise<string>;
 }
+
+/**
+ * Options for templates that become URL paths: every placeholder value is one encoded segment
+ * part, so a value such as `../../admin?x=1` cannot leave the path the configuration wrote.
+ */
+export const URL_PATH: RenderOptions = { encode: encodeURIComponent };
 
 /** Compiles one JSONata expression; throws `MappingError` with the offset of the problem. */
 export function compileExpression(source: string): CompiledExpression {
@@ -50,7 +62,8 @@ export function compileTemplate(source: string): CompiledTemplate {
   );
   return {
     source,
-    async render(input) {
+    async render(input, options = {}) {
+      const encode = options.encode ?? ((value: string) => value);
       let out = '';
       for (const part of parts) {
         if (typeof part === 'string') {
@@ -63,7 +76,7 @@ export function compileTemplate(source: string): CompiledTemplate {
         if (value === undefined || value === null) {
           throw new MappingError(`placeholder {${part.text}} of template "${source}" yields nothing`);
         }
-        out += typeof value === 'object' ? JSON.stringify(value) : String(value);
+        out += encode(typeof value === 'object' ? JSON.stringify(value) : String(value));
       }
       return out;
     },
