@@ -4,13 +4,11 @@
  * (idempotency records), `outbox` and `correlation_aliases`; the event log's tables and its
  * `user_version` are left alone.
  *
- * Durability is the event log's: WAL with `synchronous=NORMAL`, so a committed accept survives the
- * process being killed. Every write is one short synchronous transaction (`BEGIN IMMEDIATE`), so
+ * Durability: WAL with `synchronous=FULL` (src/storage/sqlite.ts), so an accept answered 201
+ * survives the process being killed and a power loss. Every write is one short synchronous transaction (`BEGIN IMMEDIATE`), so
  * the two connections of this process never wait on each other for long; `busy_timeout` covers the
  * rest.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import {
   MAX_ALIASES_PER_COMMAND,
@@ -19,6 +17,7 @@ import {
   type NewOutboxEntry,
   type OutboxEntry,
 } from './CommandStore.ts';
+import { openSqlite } from '../storage/sqlite.ts';
 
 /** How long a statement waits for the other connection's lock, in ms. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -89,11 +88,8 @@ export class SqliteCommandStore implements CommandStore {
 
   async open(): Promise<void> {
     if (this.#db) return;
-    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
-    const db = new DatabaseSync(this.#path, { timeout: BUSY_TIMEOUT_MS });
+    const db = openSqlite(this.#path, { busyTimeoutMs: BUSY_TIMEOUT_MS });
     try {
-      db.exec('PRAGMA journal_mode = WAL');
-      db.exec('PRAGMA synchronous = NORMAL');
       db.exec(SCHEMA);
       this.#sql = prepareStatements(db);
     } catch (err) {

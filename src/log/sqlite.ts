@@ -15,8 +15,6 @@
  * The store assumes it is the only writer of its file (one gateway process): `count()` is kept in
  * memory after the first call.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type {
   AppendResult,
@@ -32,6 +30,7 @@ import type {
 import { assertPageArgs, eventKeys, storedEvent } from './event-query.ts';
 import { ListenerSet, type ListenerErrorHandler } from './listeners.ts';
 import { excessEvents, expiryCutoffMs, type RetentionLimits } from './retention.ts';
+import { openSqlite } from '../storage/sqlite.ts';
 
 /** Options of the SQLite store. */
 export interface SqliteEventLogOptions {
@@ -136,11 +135,8 @@ export class SqliteEventLog implements EventLog, RetainingLog {
 
   async open(): Promise<void> {
     if (this.#db) return;
-    if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
-    const db = new DatabaseSync(this.#path, { timeout: this.#options.busyTimeoutMs ?? 5000 });
+    const db = openSqlite(this.#path, { synchronous: this.#options.synchronous ?? 'NORMAL', busyTimeoutMs: this.#options.busyTimeoutMs });
     try {
-      db.exec('PRAGMA journal_mode = WAL');
-      db.exec(`PRAGMA synchronous = ${this.#options.synchronous === 'FULL' ? 'FULL' : 'NORMAL'}`);
       db.exec(SCHEMA);
       this.#sql = prepareStatements(db);
     } catch (err) {

@@ -17,7 +17,7 @@ import {
   type NewDelivery,
   type PurgeLimits,
 } from './DeliveryQueue.ts';
-import { openDatabase } from './sqlite-connection.ts';
+import { openSqlite } from '../../storage/sqlite.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
@@ -78,7 +78,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async open(): Promise<void> {
     if (this.#db) return;
-    const db = openDatabase(this.#path);
+    const db = openSqlite(this.#path);
     try {
       db.exec(SCHEMA);
       this.#sql = prepare(db);

@@ -4,7 +4,7 @@
  * event log's. The secret is stored as given, because every delivery signs with it.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openDatabase } from './sqlite-connection.ts';
+import { openSqlite } from '../../storage/sqlite.ts';
 import type { Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 const SCHEMA = `
@@ -60,7 +60,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
 
   async open(): Promise<void> {
     if (this.#db) return;
-    const db = openDatabase(this.#path);
+    const db = openSqlite(this.#path);
     try {
       db.exec(SCHEMA);
       this.#sql = prepare(db);
