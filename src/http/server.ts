@@ -36,7 +36,9 @@ export interface HttpServer {
 
 /** Builds the HTTP front. Nothing listens until `listen()`. */
 export function createHttpServer(options: HttpServerOptions): HttpServer {
-  const server = createServer({ keepAliveTimeout: 5_000, requestTimeout: 0 }, (req, res) => {
+  // Node's default requestTimeout (5 min to receive a request) stays: it bounds slow uploads and
+  // does not touch long responses such as event streams.
+  const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
     void handle(options, req, res);
   });
   server.on('clientError', (_err, socket) => {

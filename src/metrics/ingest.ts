@@ -34,12 +34,26 @@ export interface IngestMetrics {
   forget(backend: string): void;
 }
 
+/** Distinct `type` label values per backend before the rest count as `other`. */
+export const MAX_TYPE_LABELS = 200;
+
 /**
  * Registers the ingestion metrics in `registry`. Call it once per registry (at boot) and share the
  * result; prom-client refuses a second registration of the same names.
  */
 export function ingestMetrics(registry: Registry): IngestMetrics {
   const lastRead = new Map<string, number>();
+  // Types come from backends: past MAX_TYPE_LABELS per backend they count as `other`, so a
+  // misbehaving backend cannot grow the number of series without bound.
+  const typesSeen = new Map<string, Set<string>>();
+  const typeLabel = (backend: string, type: string): string => {
+    let seen = typesSeen.get(backend);
+    if (!seen) typesSeen.set(backend, (seen = new Set()));
+    if (seen.has(type)) return type;
+    if (seen.size >= MAX_TYPE_LABELS) return 'other';
+    seen.add(type);
+    return type;
+  };
   const counter = <L extends string>(name: string, help: string, labelNames: L[]): Counter<L> =>
     new Counter({ name, help, labelNames, registers: [registry] });
   const lag = new Gauge({
@@ -60,7 +74,7 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     errors: counter('proto_gateway_ingest_errors_total', 'Failed ingestion polls, pages or streams', ['backend']),
     lag,
     countAppend(backend, result) {
-      for (const stored of result.appended) metrics.ingested.inc({ backend, type: stored.event.type });
+      for (const stored of result.appended) metrics.ingested.inc({ backend, type: typeLabel(backend, stored.event.type) });
       if (result.duplicates > 0) metrics.duplicates.inc({ backend }, result.duplicates);
     },
     markRead(backend, nowMs = Date.now()) {
@@ -68,6 +82,7 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     },
     forget(backend) {
       lastRead.delete(backend);
+      typesSeen.delete(backend);
       lag.remove({ backend });
     },
   };
