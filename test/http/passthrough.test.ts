@@ -169,3 +169,36 @@ describe('pass-through and the backend\'s circuit', () => {
     expect(await (await fetch(`${gw.url}metrics`)).text()).toMatch(/proto_gateway_backend_circuit_state\{backend="echo"\} 0/);
   });
 });
+
+describe('pass-through paths and headers that could escape', () => {
+  it('keeps the client\'s encoding, refuses encoded slashes, and never leaves the endpoint (regression)', async () => {
+    const backend = await echoBackend();
+    const gw = await startTestGateway(proxyYaml(`${backend}/api/v1`));
+    const get = (path: string) => getJson(`${gw.url}services/echo/${path}`, { headers: { 'x-api-key': 'ops-key' } });
+    expect((await get('a%20b/c?q=1')).body.url).toBe('/api/v1/a%20b/c?q=1');
+    for (const path of ['..%2f..%2fsecret', '..%2F..%2Fsecret', 'x%5c..%5csecret']) {
+      const res = await get(path);
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.code).toBe('INVALID_PARAMETER');
+    }
+    const dotted = await getJson(`${gw.url}services/echo/a/../../../secret`, { headers: { 'x-api-key': 'ops-key' } });
+    expect(dotted.status).toBe(404);
+  });
+
+  it('rewrites a Location that points at the backend to the public URL', async () => {
+    const { createServer } = await import('node:http');
+    let base = '';
+    const server = createServer((req, res) => {
+      if (req.url === '/api/v1/absolute') res.writeHead(302, { location: `${base}/api/v1/elsewhere?x=1` }).end();
+      else res.writeHead(201, { location: '/api/v1/items/7' }).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    track({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const gw = await startTestGateway(proxyYaml(`${base}/api/v1`));
+    const absolute = await fetch(`${gw.url}services/echo/absolute`, { headers: { 'x-api-key': 'ops-key' }, redirect: 'manual' });
+    expect(absolute.headers.get('location')).toBe(`${gw.url}services/echo/elsewhere?x=1`);
+    const relative = await fetch(`${gw.url}services/echo/items`, { method: 'POST', headers: { 'x-api-key': 'ops-key' } });
+    expect(relative.headers.get('location')).toBe(`${gw.url}services/echo/items/7`);
+  });
+});

@@ -5,7 +5,7 @@
  * trace context are added; hop-by-hop headers are dropped; responses (SSE too) stream unbuffered.
  * No answer within the timeout is a 504; an unreachable backend is a 503.
  */
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import type { CircuitBreaker } from '../../backends/circuit-breaker.ts';
@@ -31,6 +31,10 @@ export interface PassThroughOptions {
 }
 
 interface InFlight {
+  /** Backend URLs in response headers (`Location`) become public ones. */
+  rewrite: (url: string) => string;
+  /** The URL requested from the backend (relative `Location` values resolve against it). */
+  target: string;
   timeoutMs: number;
   timedOut: boolean;
   tooLarge: boolean;
@@ -54,7 +58,9 @@ export function passThroughRoutes(options: PassThroughOptions): Route[] {
     proxyReq.once('response', () => clearTimeout(timer));
     proxyReq.once('close', () => clearTimeout(timer));
   });
-  proxy.on('proxyRes', (proxyRes, _req, res) => {
+  proxy.on('proxyRes', (proxyRes, req, res) => {
+    const state = inFlight.get(req);
+    if (state) rewriteLocations(proxyRes.headers, state);
     // A stream's headers must reach the client now, not with its first event (which may be far off).
     if (String(proxyRes.headers['content-type']).startsWith('text/event-stream')) {
       process.nextTick(() => {
@@ -74,11 +80,11 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   if (backend.kind !== 'proto') throw new ProtoError('NOT_FOUND', `no resource at ${new URL(ctx.req.url ?? '/', 'http://x').pathname}`);
   const declared = Number(ctx.req.headers['content-length']);
   if (declared > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
+  const target = targetUrl(backend.endpoint(), ctx, options.credentialQueryParam);
   backend.circuit.admit();
   settleCircuit(ctx, backend.circuit);
-  const target = targetUrl(backend.endpoint(), ctx, options.credentialQueryParam);
   stripHeaders(ctx.req, options.credentialHeaders);
-  const state: InFlight = { timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false };
+  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false };
   inFlight.set(ctx.req, state);
   const body = ctx.req.pipe(
     limitBody(options.maxBodyBytes, () => {
@@ -113,6 +119,16 @@ function settleCircuit(ctx: RequestContext, circuit: CircuitBreaker): void {
   ctx.res.once('close', () => settle(ctx.res.writableFinished ? (ctx.res.statusCode >= 500 ? 'failed' : 'succeeded') : 'released'));
 }
 
+/** `Location` and `Content-Location` pointing at the backend become the same path under its public base. */
+function rewriteLocations(headers: IncomingHttpHeaders, state: InFlight): void {
+  for (const name of ['location', 'content-location'] as const) {
+    const value = headers[name];
+    if (typeof value !== 'string') continue;
+    const absolute = URL.parse(value, state.target)?.href;
+    if (absolute) headers[name] = state.rewrite(absolute);
+  }
+}
+
 function failure(state: InFlight, maxBodyBytes: number): ProtoError {
   if (state.tooLarge) return tooLarge(maxBodyBytes);
   if (state.timedOut) return new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time');
@@ -136,11 +152,22 @@ function limitBody(maxBytes: number, onExceeded: () => void): Transform {
   });
 }
 
+/**
+ * The backend URL for this request: the rest of the path after `/services/{id}/` exactly as the
+ * client encoded it (dot segments were already resolved when the request was routed), under the
+ * endpoint. An encoded `/` or `\` is refused: a backend that decodes it would see a different path
+ * (`..%2f..%2fsecret` must not climb out of the endpoint).
+ */
 function targetUrl(endpoint: string, ctx: RequestContext, credentialQueryParam: string | undefined): string {
+  const path = URL.parse(ctx.req.url ?? '/', 'http://gateway.invalid')?.pathname ?? '/';
+  const rest = path.split('/').slice(3).join('/');
+  if (/%(2f|5c)/i.test(rest)) throw new ProtoError('INVALID_PARAMETER', 'the path contains an encoded "/" or "\\"', { parameter: 'path' });
   const query = new URLSearchParams(ctx.query);
   if (credentialQueryParam) query.delete(credentialQueryParam);
   const search = query.size > 0 ? `?${query}` : '';
-  return joinUrl(endpoint, ctx.params['*'] ?? '') + search;
+  const target = joinUrl(endpoint, rest) + search;
+  if (!new URL(target).href.startsWith(endpoint)) throw new ProtoError('NOT_FOUND', `no resource at ${path}`);
+  return target;
 }
 
 function stripHeaders(req: IncomingMessage, credentialHeaders: string[]): void {
