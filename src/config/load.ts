@@ -14,6 +14,7 @@ import { checkMappings } from './mapping-check.ts';
 import { ConfigError, sortProblems } from './problems.ts';
 import { asMap } from './raw.ts';
 import { checkAgainstSchema } from './schema-check.ts';
+import { checkReferencedFiles } from './file-checks.ts';
 import { checkSemantics } from './semantic-checks.ts';
 import { ConfigSource } from './yaml-source.ts';
 
@@ -43,6 +44,7 @@ export async function parseConfig(text: string, file: string, env: NodeJS.Proces
   checkSemantics(raw, source.report);
   checkMappings(raw, source.report);
   const schemaFiles = await loadEmbeddedSchemas(raw, dirname(file), source.report);
+  await checkReferencedFiles(raw, dirname(file), source.report);
   if (source.problems.length > 0) throw new ConfigError(sortProblems(source.problems));
   return applyDefaults(raw, file, schemaFiles);
 }

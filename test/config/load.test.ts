@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -367,7 +368,8 @@ describe('mappings and embedded schemas are compiled at load', () => {
 
 describe('relative paths', () => {
   it('are resolved against the config file directory', async () => {
-    const file = await writeConfig('storage: { path: db/gw.db }\nwebhooks: { ca: ../certs/ca.pem }\n');
+    const pem = readFileSync(new URL('../fixtures/tls/ca.pem', import.meta.url), 'utf8');
+    const file = await writeConfig('storage: { path: db/gw.db }\nwebhooks: { ca: ../certs/ca.pem }\n', { '../certs/ca.pem': pem });
     const config = await loadConfig(file, {});
     expect(config.storage.path).toBe(join(dirname(file), 'db/gw.db'));
     expect(config.webhooks.ca).toBe(join(dirname(file), '../certs/ca.pem'));
@@ -406,6 +408,18 @@ describe('semantic checks', () => {
       'server.publicUrl: must not have a query or a fragment',
       'webhooks.allowPrivateNetworks[0]: "127.0.0.0/33" is not a CIDR block (e.g. 10.0.0.0/8)',
     ]);
+  });
+});
+
+describe('files read only once running', () => {
+  it('refuses a webhooks.ca that does not exist or is not a PEM certificate, and accepts one that is', async () => {
+    const missing = await problemsOf('webhooks: { ca: ./missing.pem }\n');
+    expect(missing.map((p) => p.message)).toEqual([expect.stringMatching(/^webhooks\.ca: cannot read .*missing\.pem: ENOENT$/)]);
+    const garbage = await problemsOf('webhooks: { ca: ./ca.pem }\n', {}, { 'ca.pem': 'not a certificate' });
+    expect(garbage.map((p) => p.message)).toEqual([expect.stringMatching(/holds no PEM certificate$/)]);
+    const pem = readFileSync(new URL('../fixtures/tls/ca.pem', import.meta.url), 'utf8');
+    const config = await loadConfig(await writeConfig('webhooks: { ca: ./ca.pem }\n', { 'ca.pem': pem }));
+    expect(config.webhooks.ca).toMatch(/ca\.pem$/);
   });
 });
 
