@@ -5,6 +5,7 @@
  */
 import { ProtoError } from '../errors.ts';
 import type { CloudEvent } from '../log/EventLog.ts';
+import { isEventTime, PASCAL_CASE } from '../log/cloud-event-rules.ts';
 
 /** A command that passed the envelope check. */
 export interface CommandEnvelope extends CloudEvent {
@@ -17,9 +18,6 @@ export const MAX_ID_LENGTH = 256;
 export const MAX_ATTRIBUTE_LENGTH = 2048;
 
 /** PascalCase types (PROTOCOL.md 2.5, 6.1). */
-const PASCAL_CASE = /^[A-Z][A-Za-z0-9]*$/;
-/** RFC 3339 date-time (the CloudEvents profile of ISO 8601): a zone is required. */
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})$/;
 
 /** Returns `body` as a command envelope, or throws 400 `INVALID_ENVELOPE` for the first broken rule. */
 export function checkCommandEnvelope(body: unknown): CommandEnvelope {
@@ -32,7 +30,7 @@ export function checkCommandEnvelope(body: unknown): CommandEnvelope {
   if (body.datacontenttype !== 'application/json') throw invalid('datacontenttype must be "application/json"', 'datacontenttype');
   // dataschema is required on commands (PROTOCOL.md 2.5, rule 6).
   requireText(body, 'dataschema', MAX_ATTRIBUTE_LENGTH);
-  if (typeof body.time !== 'string' || !DATE_TIME.test(body.time) || Number.isNaN(Date.parse(body.time))) {
+  if (!isEventTime(body.time)) {
     throw invalid('time must be an ISO 8601 / RFC 3339 date-time with a zone', 'time');
   }
   if (!isObject(body.data)) throw invalid('data must be a JSON object', 'data');

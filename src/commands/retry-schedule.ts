@@ -20,11 +20,4 @@ export function retryDelayMs(scheduleMs: number[], attempts: number, retryAfterM
   return Math.max(jittered, Math.min(retryAfterMs, MAX_RETRY_AFTER_MS));
 }
 
-/** `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP-date) in ms from `nowMs`, or undefined. */
-export function parseRetryAfter(value: string | string[] | undefined, nowMs: number = Date.now()): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || text.trim() === '') return undefined;
-  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
-}
+export { parseRetryAfter } from '../retry-after.ts';

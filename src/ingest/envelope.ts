@@ -3,18 +3,11 @@
  * proto backend hands the gateway before it enters the log.
  */
 import type { CloudEvent } from '../log/EventLog.ts';
+import { isEventTime, PASCAL_CASE } from '../log/cloud-event-rules.ts';
 
 /** The outcome of `checkEventEnvelope`: the event, or the first rule it breaks. */
 export type EnvelopeCheck = { ok: true; event: CloudEvent } | { ok: false; reason: string };
 
-/** PascalCase event types (PROTOCOL.md 2.5, 6.1). */
-export const PASCAL_CASE = /^[A-Z][A-Za-z0-9]*$/;
-
-/**
- * RFC 3339 date-time (the CloudEvents `time` format, a profile of ISO 8601): a zone (`Z` or an
- * offset) is required, seconds and fractions are optional, `T` may be a space (RFC 3339 5.6 note).
- */
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})$/;
 
 /**
  * Checks `value` against the envelope rules of PROTOCOL.md 2.5. On success the returned event is
@@ -25,11 +18,6 @@ export function checkEventEnvelope(value: unknown): EnvelopeCheck {
   const reason = requiredAttributeProblem(value) ?? optionalAttributeProblem(value);
   if (reason) return fail(reason);
   return { ok: true, event: { ...value } as CloudEvent };
-}
-
-/** True for an epoch-parseable RFC 3339 date-time with a zone. */
-export function isEventTime(value: unknown): value is string {
-  return typeof value === 'string' && DATE_TIME.test(value) && !Number.isNaN(Date.parse(value));
 }
 
 function requiredAttributeProblem(event: Record<string, unknown>): string | undefined {

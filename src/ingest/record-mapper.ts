@@ -13,7 +13,7 @@ import {
   type CompiledTemplate,
 } from '../mapping/jsonata.ts';
 import { eventSchemaOf } from '../mapping/names.ts';
-import { PASCAL_CASE } from './envelope.ts';
+import { PASCAL_CASE } from '../log/cloud-event-rules.ts';
 import { recordEventId } from './record-id.ts';
 
 /** What a record mapper needs besides the `records` entry. */

@@ -4,6 +4,7 @@
  * `410 Gone`, which disables the subscription. A redirect is a failed attempt: it is never followed
  * (PROTOCOL.md 6.3 rule 3: the target would have to be validated again).
  */
+import { parseRetryAfter as parseRetryAfterMs } from '../../retry-after.ts';
 import type { AttemptOutcome } from './DeliveryQueue.ts';
 
 /** Jitter of a scheduled retry: ±10 % of its delay, so receivers that failed together do not retry together. */
@@ -43,10 +44,8 @@ export function retryDelayMs(scheduleMs: readonly number[], retry: number, rando
 
 /** `Retry-After` (delay-seconds or an HTTP-date, RFC 9110 10.2.3) in ms from `nowMs`, capped; undefined when absent or unreadable. */
 export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || text.trim() === '') return undefined;
-  const ms = /^\d+$/.test(text.trim()) ? Number(text.trim()) * 1000 : Date.parse(text) - nowMs;
-  return Number.isNaN(ms) ? undefined : Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS);
+  const ms = parseRetryAfterMs(value, nowMs);
+  return ms === undefined ? undefined : Math.min(ms, MAX_RETRY_AFTER_MS);
 }
 
 /** Judges attempt number `attempts` (1-based) of a delivery. */

@@ -4,6 +4,7 @@
  * Fields the protocol does not define are ignored. The URL's safety is the SSRF guard's job.
  */
 import { ProtoError } from '../../errors.ts';
+import { PASCAL_CASE } from '../../log/cloud-event-rules.ts';
 
 /** Longest `webhook.url`, characters. */
 export const MAX_URL_LENGTH = 2048;
@@ -15,7 +16,6 @@ export const MAX_FILTER_TYPES = 100;
 export const MAX_NAME_LENGTH = 200;
 
 /** A CloudEvent type in PascalCase (as `schemas/subscription.json` says). */
-const PASCAL_CASE = /^[A-Z][A-Za-z0-9]*$/;
 
 /** A checked subscription request. */
 export interface SubscriptionRequest {
