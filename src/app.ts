@@ -17,7 +17,7 @@ import { Router } from './http/router.ts';
 import { createHttpServer } from './http/server.ts';
 import { EventCatalogue } from './catalogue/event-catalogue.ts';
 import { eventRoutes } from './http/routes/events.ts';
-import { createIngestors, type Ingestor } from './ingest/ingestors.ts';
+import { IngestorSet, type Ingestor } from './ingest/ingestors.ts';
 import type { EventLog } from './log/EventLog.ts';
 import { openEventLog } from './log/open-log.ts';
 import { Pruner } from './log/pruner.ts';
@@ -31,17 +31,22 @@ import { sseMetrics } from './metrics/sse.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { GATEWAY_VERSION } from './version.ts';
 import { createCommandPath } from './command-path.ts';
-import type { Resolver } from './bridges/webhooks/ssrf-guard.ts';
+import { SsrfGuard, type Resolver } from './bridges/webhooks/ssrf-guard.ts';
 import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
 import { subscriptionRoutes } from './http/routes/subscriptions.ts';
 import { webhookMetrics } from './metrics/webhooks.ts';
+import { createQueryPath } from './query-path.ts';
+import { serviceRoutes } from './http/routes/services.ts';
+import { registryMetrics } from './metrics/registry.ts';
+import { openRegistryStore } from './registry/open-registry-store.ts';
+import { ServiceRegistry } from './registry/service-registry.ts';
 
 export interface GatewayOptions {
   /** Default: pino JSON lines on stdout. */
   logger?: Logger;
   /** Default: a new registry with the default process metrics. */
   registry?: Registry;
-  /** Host resolver of the webhook SSRF guard (registration and delivery); default `dns.lookup` (tests inject one). */
+  /** Host resolver of the SSRF guards (webhooks; runtime service endpoints); default `dns.lookup` (tests inject one). */
   resolver?: Resolver;
 }
 
@@ -64,8 +69,10 @@ export interface Gateway {
   manifest: PublicManifest;
   backends: BackendDirectory;
   log: EventLog;
-  /** The ingestors of each backend (a proto follower, or one poller per legacy `records` entry). */
+  /** The ingestors of each backend (a proto follower, or one poller per legacy `records` entry); live. */
   ingestors: Map<string, Ingestor[]>;
+  /** The service registry (descriptors, runtime registration, pause and resume). */
+  services: ServiceRegistry;
   /** Webhook subscriptions and deliveries (service removal calls `webhooks.subscriptions.deleteByService`). */
   webhooks: WebhookBridge;
   /** Stops accepting, drains within `server.shutdownTimeout`, closes every component. Idempotent. */
@@ -113,9 +120,29 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
   });
   const carriers = credentialCarriers(config.auth);
+  const queries = createQueryPath({
+    publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger,
+  });
+  const registryStore = await openRegistryStore(config.storage);
+  const services = new ServiceRegistry({
+    backends,
+    store: registryStore,
+    guard: new SsrfGuard({
+      allowHttp: true,
+      allowPublic: false,
+      allowPrivateNetworks: config.registry.allowNetworks,
+      resolver: options.resolver,
+      refusal: { code: 'SERVICE_ENDPOINT_REJECTED', field: 'endpoint' },
+    }),
+    accepts: (id) => commands.catalogue.typesOf(id),
+    produces: (id) => catalogue.typesOf(id),
+    onRemoved: (id): Promise<string[]> => webhooks.subscriptions.deleteByService(id),
+    metrics: registryMetrics(registry),
+    logger,
+  });
   let ready = false;
   /** Started in order after the backends' manifests are read; closed in reverse order after the HTTP drain. */
-  const components: Component[] = [catalogue];
+  const components: Component[] = [catalogue, queries.catalogue];
   const routes: Route[] = [
     ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (ready ? [] : ['starting']) }),
     ...discoveryRoutes(manifest),
@@ -123,8 +150,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
   ];
 
-  const ingestors = createIngestors({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
-  components.push(...[...ingestors.values()].flat(), new Pruner(log, config.events.retention, logger));
+  const ingestors = new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
+  components.push(ingestors, new Pruner(log, config.events.retention, logger));
 
   const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger });
   components.push(sse.hub);
@@ -136,14 +163,14 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     log,
     metrics: webhookMetrics(registry),
     logger,
-    isKnownService: (id) => backends.get(id) !== undefined,
+    isKnownService: (id): boolean => services.isKnown(id),
     resolver: options.resolver,
   });
   components.push(webhooks);
   routes.push(...subscriptionRoutes(webhooks.subscriptions));
 
-  components.push(...commands.components);
-  routes.push(...commands.routes);
+  components.push(...commands.components, { close: () => registryStore.close() });
+  routes.push(...commands.routes, ...queries.routes, ...serviceRoutes(services));
 
   // The pass-through is the fallback under /services/{id}/: feature routes above win over it.
   routes.push(
@@ -157,6 +184,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
   );
   router.add(routes);
 
+  // Runtime services join the directory before anything starts: a paused one never delivers or reads.
+  await services.restore();
   await backends.start();
   for (const component of components) await component.start?.();
   ready = true;
@@ -169,7 +198,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     manifest,
     backends,
     log,
-    ingestors,
+    ingestors: ingestors.byBackend,
+    services,
     webhooks,
     close: once(async () => {
       ready = false;

@@ -1,7 +1,9 @@
 /**
  * Wiring of the command path (part of `app.ts`'s job, kept beside it so the feature wires in as
  * one block): the command store, the catalogue, the ingestion pipeline, the backend adapters, the
- * dispatcher, their metrics and routes, all built once from the configuration.
+ * dispatcher, their metrics and routes, all built once from the configuration. A backend added at
+ * runtime gets its adapter, a removed one loses it (its undelivered commands stay in the outbox);
+ * the dispatcher skips paused backends and looks again when one is resumed.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -57,7 +59,8 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     outbox: store,
     aliases: store,
     log: options.log,
-    deliveries: deliveries(backends, catalogue),
+    deliveries: followDeliveries(backends, catalogue, () => dispatcher.wake()),
+    isPaused: (backend) => backends.isPaused(backend),
     timeoutMs: dispatch.timeoutMs,
     concurrency: dispatch.concurrency,
     retryScheduleMs: dispatch.retry.scheduleMs,
@@ -83,11 +86,21 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
   };
 }
 
-function deliveries(backends: BackendDirectory, catalogue: CommandCatalogue): Map<string, CommandDelivery> {
+/** The adapter of every backend, kept in step with the directory; `wake` is called when a backend is added or resumed. */
+function followDeliveries(backends: BackendDirectory, catalogue: CommandCatalogue, wake: () => void): Map<string, CommandDelivery> {
   const byBackend = new Map<string, CommandDelivery>();
+  const entryOf = (type: string) => catalogue.byType(type);
   for (const backend of backends.list()) {
-    byBackend.set(backend.id, backend.kind === 'proto' ? new ProtoCommandDelivery(backend, (type) => catalogue.byType(type)) : new LegacyCommandDelivery(backend));
+    byBackend.set(backend.id, backend.kind === 'proto' ? new ProtoCommandDelivery(backend, entryOf) : new LegacyCommandDelivery(backend));
   }
+  backends.watch({
+    added: (backend) => {
+      byBackend.set(backend.id, new ProtoCommandDelivery(backend, entryOf));
+      wake();
+    },
+    removed: (backend) => void byBackend.delete(backend.id),
+    resumed: () => wake(),
+  });
   return byBackend;
 }
 

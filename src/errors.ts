@@ -29,6 +29,8 @@ export const errorStatus = {
   BACKEND_TIMEOUT: 504,
   NOT_READY: 503,
   INTERNAL: 500,
+  /** A runtime service endpoint refused by the SSRF guard (`registry.allowNetworks`); `details.reason` as for webhooks. */
+  SERVICE_ENDPOINT_REJECTED: 400,
 } as const;
 
 /** A stable, machine-readable error code. */

@@ -1,39 +1,52 @@
 /**
- * Outbound JSON GETs to backends (undici): the backend's configured headers, a timeout, the trace
- * context, and failures turned into catalogued errors (503 unreachable, 504 timeout).
+ * Outbound JSON reads from backends (undici): manifests, catalogues, schemas and queries. The
+ * backend's configured headers, a timeout, the trace context, a bounded answer, and failures turned
+ * into catalogued errors (503 unreachable, 504 timeout).
  */
 import { errors, request } from 'undici';
 import { ProtoError } from '../errors.ts';
+
+/** Largest answer read by default, in bytes; a larger one is a 503 (`BACKEND_UNAVAILABLE`). */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 export interface BackendGetOptions {
   headers?: Record<string, string>;
   timeoutMs: number;
   traceparent?: string;
   signal?: AbortSignal;
+  /** Default GET. Nothing is sent in the body. */
+  method?: string;
+  /** Largest answer accepted, in bytes; default `MAX_ANSWER_BYTES`. */
+  maxBytes?: number;
 }
 
-/** The answer of a backend: status and parsed JSON body (undefined when not JSON). */
+/** The answer of a backend: status, parsed JSON body (undefined when not JSON) and the headers kept. */
 export interface BackendAnswer {
   status: number;
   body: unknown;
   contentType: string;
+  /** `Retry-After`, when the backend sent one. */
+  retryAfter?: string;
 }
 
-/** GETs `url` and parses a JSON answer; throws `BACKEND_TIMEOUT` or `BACKEND_UNAVAILABLE`. */
+/** Requests `url` (GET unless told) and parses a JSON answer; throws `BACKEND_TIMEOUT` or `BACKEND_UNAVAILABLE`. */
 export async function getJson(url: string, options: BackendGetOptions): Promise<BackendAnswer> {
   const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
   if (options.traceparent) headers.traceparent = options.traceparent;
   try {
     const res = await request(url, {
-      method: 'GET',
+      method: (options.method ?? 'GET') as 'GET',
       headers,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       signal: options.signal,
     });
     const contentType = String(res.headers['content-type'] ?? '');
-    const text = await res.body.text();
-    return { status: res.statusCode, body: parseJson(text, contentType), contentType };
+    const text = await readBounded(res.body, options.maxBytes ?? MAX_ANSWER_BYTES);
+    const answer: BackendAnswer = { status: res.statusCode, body: parseJson(text, contentType), contentType };
+    const retryAfter = res.headers['retry-after'];
+    if (typeof retryAfter === 'string') answer.retryAfter = retryAfter;
+    return answer;
   } catch (err) {
     throw backendError(err, url);
   }
@@ -41,12 +54,27 @@ export async function getJson(url: string, options: BackendGetOptions): Promise<
 
 /** Maps an undici failure to 504 (timeouts) or 503 (everything else). */
 export function backendError(err: unknown, url: string): ProtoError {
+  if (err instanceof ProtoError) return err;
   const { origin } = new URL(url);
   if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || err instanceof errors.ConnectTimeoutError) {
     return new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time');
   }
   const reason = (err as Error).message ?? String(err);
   return new ProtoError('BACKEND_UNAVAILABLE', 'the backend is unavailable', { reason: reason.split(origin).join('<backend>') });
+}
+
+async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      body.destroy();
+      throw new ProtoError('BACKEND_UNAVAILABLE', `the backend's answer is larger than ${maxBytes} bytes`, { limit: maxBytes });
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function parseJson(text: string, contentType: string): unknown {

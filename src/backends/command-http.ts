@@ -2,11 +2,13 @@
  * One outbound command request to a backend (undici): a deadline over the whole exchange, a
  * bounded response body, and failures sorted the way the dispatcher retries them. A transport
  * failure is a `ProtoError` (`BACKEND_TIMEOUT` or `BACKEND_UNAVAILABLE`); an abort by the caller's
- * signal (shutdown) rejects with the signal's reason.
+ * signal (shutdown) rejects with the signal's reason. `sendThroughCircuit` asks the backend's
+ * circuit breaker first and tells it how the exchange went.
  */
 import { request } from 'undici';
 import { ProtoError } from '../errors.ts';
 import { parseRetryAfter } from '../commands/retry-schedule.ts';
+import type { CircuitBreaker } from './circuit-breaker.ts';
 
 /** Largest response body read, in bytes; the rest is dropped (a command answer is small). */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -49,6 +51,27 @@ export async function sendCommand(req: CommandRequest, signal: AbortSignal, time
     if (deadline.aborted) throw new ProtoError('BACKEND_TIMEOUT', `no answer within ${timeoutMs} ms`);
     throw new ProtoError('BACKEND_UNAVAILABLE', `the backend is unreachable: ${(err as Error)?.message ?? String(err)}`);
   }
+}
+
+/**
+ * `sendCommand` behind the backend's circuit: while it is open the request is not sent and a 503
+ * `BACKEND_UNAVAILABLE` (with `Retry-After`: when a probe will be let through) is thrown, which the
+ * dispatcher retries like any unavailability. A 5xx or no answer counts as a failure; any other
+ * answer as a success; an abort (shutdown) tells the circuit nothing.
+ */
+export async function sendThroughCircuit(circuit: CircuitBreaker, req: CommandRequest, signal: AbortSignal, timeoutMs: number): Promise<CommandExchange> {
+  circuit.admit();
+  let exchange: CommandExchange;
+  try {
+    exchange = await sendCommand(req, signal, timeoutMs);
+  } catch (err) {
+    if (signal.aborted) circuit.released();
+    else circuit.failed();
+    throw err;
+  }
+  if (exchange.status >= 500) circuit.failed();
+  else circuit.succeeded();
+  return exchange;
 }
 
 /** True for answers worth another try: 429 and 5xx (other 4xx are final). */

@@ -20,7 +20,7 @@ import type { LegacyCommandConfig } from '../config/types.ts';
 import type { CloudEvent } from '../log/EventLog.ts';
 import { joinUrl } from '../manifest/rewrite.ts';
 import { compileExpression, compileTemplate, type CompiledExpression, type CompiledTemplate, URL_PATH } from '../mapping/jsonata.ts';
-import { answerMessage, isTransientStatus, sendCommand, type CommandExchange } from './command-http.ts';
+import { answerMessage, isTransientStatus, sendThroughCircuit, type CommandExchange } from './command-http.ts';
 import type { LegacyBackend } from './legacy-backend.ts';
 
 /** One configured command, its mappings compiled. */
@@ -55,7 +55,8 @@ export class LegacyCommandDelivery implements CommandDelivery {
     } catch (err) {
       return this.#reject(entry, { code: 'MAPPING_FAILED', message: (err as Error).message });
     }
-    const exchange = await sendCommand({ url: joinUrl(this.#backend.config.url, path), method: mapped.method, headers: this.#headers(entry), body }, signal, timeoutMs);
+    const request = { url: joinUrl(this.#backend.config.url, path), method: mapped.method, headers: this.#headers(entry), body };
+    const exchange = await sendThroughCircuit(this.#backend.circuit, request, signal, timeoutMs);
     if (exchange.status >= 200 && exchange.status < 300) return { kind: 'delivered', events: await this.#successEvents(entry, mapped, exchange) };
     const reason: FailureReason = { code: isTransientStatus(exchange.status) ? 'BACKEND_UNAVAILABLE' : 'COMMAND_NOT_ACCEPTED', message: answerMessage(exchange), status: exchange.status };
     if (isTransientStatus(exchange.status)) return { kind: 'retry', reason, ...(exchange.retryAfterMs !== undefined && { retryAfterMs: exchange.retryAfterMs }) };

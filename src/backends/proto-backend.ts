@@ -15,6 +15,15 @@ const MANIFEST_TIMEOUT_MS = 5_000;
 
 export type BackendListener = () => void;
 
+/** Options of a proto backend beyond its configuration. */
+export interface ProtoBackendOptions {
+  /**
+   * Accept the manifest's `http.endpoint` only on the configured URL's own origin (runtime
+   * backends: their URL passed the SSRF guard, an endpoint elsewhere did not). Default false.
+   */
+  sameOriginEndpoint?: boolean;
+}
+
 export class ProtoBackend {
   readonly kind = 'proto';
   /** Shared by dispatch, queries and the pass-through. */
@@ -28,9 +37,11 @@ export class ProtoBackend {
   #listeners = new Set<BackendListener>();
   #rewriter: UrlRewriter;
   readonly #log: Logger;
+  readonly #sameOriginEndpoint: boolean;
 
-  constructor(config: ProtoBackendConfig, publicUrl: string, logger: Logger) {
+  constructor(config: ProtoBackendConfig, publicUrl: string, logger: Logger, options: ProtoBackendOptions = {}) {
     this.config = config;
+    this.#sameOriginEndpoint = options.sameOriginEndpoint ?? false;
     this.circuit = new CircuitBreaker({ failures: config.circuit.failures, cooldownMs: config.circuit.cooldownMs });
     this.publicBase = `${publicUrl}services/${config.id}/`;
     this.#log = logger.child({ backend: config.id });
@@ -58,7 +69,9 @@ export class ProtoBackend {
 
   /** The base of every protocol path: its service's `http.endpoint`, or its `url` before a manifest was read. */
   endpoint(): string {
-    return withSlash(primaryService(this.#manifest)?.[1].http?.endpoint ?? this.config.url);
+    const advertised = primaryService(this.#manifest)?.[1].http?.endpoint;
+    if (advertised === undefined || (this.#sameOriginEndpoint && !sameOrigin(advertised, this.config.url))) return withSlash(this.config.url);
+    return withSlash(advertised);
   }
 
   /** Calls `listener` after every refresh that changed the manifest. */
@@ -114,6 +127,10 @@ export function primaryService(manifest: Manifest | undefined): [string, Service
   if (!manifest) return undefined;
   const entries = Object.entries(manifest.PROTO.services ?? {}).filter(([, s]) => s?.http?.endpoint);
   return entries.find(([name]) => !name.startsWith('io.proto.')) ?? entries[0];
+}
+
+function sameOrigin(a: string, b: string): boolean {
+  return URL.canParse(a) && new URL(a).origin === new URL(b).origin;
 }
 
 function isManifest(body: unknown): body is Manifest {

@@ -16,7 +16,7 @@ import {
 } from '../commands/delivery.ts';
 import type { CloudEvent } from '../log/EventLog.ts';
 import { joinUrl } from '../manifest/rewrite.ts';
-import { answerMessage, isTransientStatus, sendCommand, type CommandExchange } from './command-http.ts';
+import { answerMessage, isTransientStatus, sendThroughCircuit, type CommandExchange } from './command-http.ts';
 import type { ProtoBackend } from './proto-backend.ts';
 
 /** Delivers to one proto backend. */
@@ -37,7 +37,8 @@ export class ProtoCommandDelivery implements CommandDelivery {
     const headers: Record<string, string> = { accept: 'application/json', ...this.#backend.config.headers };
     if (entry.traceparent) headers.traceparent = entry.traceparent;
     const body = { ...entry.command, dataschema: this.#ownDataschema(entry.command) };
-    const exchange = await sendCommand({ url: joinUrl(this.#backend.endpoint(), 'commands'), method: 'POST', headers, body }, signal, timeoutMs);
+    const request = { url: joinUrl(this.#backend.endpoint(), 'commands'), method: 'POST', headers, body };
+    const exchange = await sendThroughCircuit(this.#backend.circuit, request, signal, timeoutMs);
     if (exchange.status >= 200 && exchange.status < 300) return { kind: 'delivered', events: [], ...answeredId(exchange, entry.id) };
     const reason = refusal(exchange);
     if (isTransientStatus(exchange.status)) return { kind: 'retry', reason, ...(exchange.retryAfterMs !== undefined && { retryAfterMs: exchange.retryAfterMs }) };

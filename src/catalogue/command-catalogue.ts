@@ -2,7 +2,8 @@
  * The command catalogue (`GET /commands`, PROTOCOL-NOTES.md, Commands): the legacy backends'
  * configured `commands` and every proto backend's own catalogue, each entry's JSON Schema compiled
  * once when it loads. Proto catalogues are read at start, after every manifest change of their
- * backend, and every `refresh`; a failed read keeps the last good copy.
+ * backend, and every `refresh` (`catalogue-refresher.ts`); a failed read keeps the last good copy.
+ * A backend registered at runtime is read as it is added; a removed one's entries are dropped.
  *
  * One command type belongs to one backend. Legacy duplicates are refused by the config loader; any
  * other claim of a type (or `schema/version`) already held by a backend earlier in the
@@ -15,7 +16,8 @@ import type { LegacyBackend } from '../backends/legacy-backend.ts';
 import type { ProtoBackend } from '../backends/proto-backend.ts';
 import { ProtoError } from '../errors.ts';
 import { commandTypeOf } from '../mapping/names.ts';
-import { readProtoCommands, type ProtoCommand } from './proto-command-source.ts';
+import { CatalogueRefresher } from './catalogue-refresher.ts';
+import { readProtoCatalogue, type ProtoCatalogueEntry } from './proto-catalogue-source.ts';
 import { SchemaCompiler, type DataValidator } from './schema-compiler.ts';
 
 /** A command the gateway accepts, and the backend it goes to. */
@@ -77,33 +79,23 @@ export class CommandCatalogue {
   #bySchema = new Map<string, CommandEntry>();
   /** Conflicts already logged, so a refresh does not log them again. */
   #reported = new Set<string>();
-  readonly #timers: NodeJS.Timeout[] = [];
-  readonly #unsubscribe: Array<() => void> = [];
-  readonly #refreshing = new Map<string, Promise<void>>();
-  #closed = false;
+  readonly #refresher: CatalogueRefresher;
 
   constructor(options: CommandCatalogueOptions) {
     this.#options = options;
     for (const backend of options.backends.legacy()) this.#declared.set(backend.id, this.#legacyEntries(backend));
+    this.#refresher = new CatalogueRefresher({ backends: options.backends, read: (backend) => this.#read(backend), forget: (id) => this.#replace(id, []) });
     this.#rebuild();
   }
 
   /** Reads every proto backend's catalogue, then follows manifest changes and `refresh`. */
-  async start(): Promise<void> {
-    const proto = this.#options.backends.proto();
-    await Promise.all(proto.map((backend) => this.refresh(backend)));
-    for (const backend of proto) {
-      this.#unsubscribe.push(backend.onChange(() => void this.refresh(backend)));
-      this.#timers.push(setInterval(() => void this.refresh(backend), backend.config.refreshMs));
-    }
+  start(): Promise<void> {
+    return this.#refresher.start();
   }
 
   /** Stops refreshing. Safe to call twice. */
-  async close(): Promise<void> {
-    this.#closed = true;
-    for (const timer of this.#timers.splice(0)) clearInterval(timer);
-    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
-    await Promise.allSettled([...this.#refreshing.values()]);
+  close(): Promise<void> {
+    return this.#refresher.close();
   }
 
   /** The entry of a command type, or undefined. */
@@ -139,22 +131,24 @@ export class CommandCatalogue {
     return { ...($schema === undefined ? {} : { $schema }), $id: this.dataschemaOf(entry, backendId), ...rest };
   }
 
+  /** The command types a backend accepts (the `accepts` of its service descriptor). */
+  typesOf(backendId: string): string[] {
+    return [...this.#byType.values()].filter((entry) => entry.backend === backendId).map((entry) => entry.type);
+  }
+
   /** Reads one proto backend's catalogue now; concurrent calls share one read. */
   refresh(backend: ProtoBackend): Promise<void> {
-    const running = this.#refreshing.get(backend.id);
-    if (running) return running;
-    const read = this.#read(backend).finally(() => this.#refreshing.delete(backend.id));
-    this.#refreshing.set(backend.id, read);
-    return read;
+    return this.#refresher.refresh(backend);
   }
 
   async #read(backend: ProtoBackend): Promise<void> {
     const log = this.#options.logger.child({ backend: backend.id });
     try {
-      const { commands, skipped } = await readProtoCommands(backend);
-      if (this.#closed) return;
+      const { entries, skipped } = await readProtoCatalogue(backend, 'commands');
+      // Closed, or the backend was removed (or replaced) while the read was under way.
+      if (this.#refresher.closed || this.#options.backends.get(backend.id) !== backend) return;
       if (skipped.length > 0) log.warn({ skipped }, 'malformed command catalogue entries ignored');
-      this.#replace(backend.id, commands.flatMap((command) => this.#protoEntry(backend, command, log)));
+      this.#replace(backend.id, entries.flatMap((command) => this.#protoEntry(backend, command, log)));
     } catch (err) {
       log.warn({ err: (err as Error).message }, 'command catalogue unavailable; keeping the last good copy');
     }
@@ -175,7 +169,7 @@ export class CommandCatalogue {
     });
   }
 
-  #protoEntry(backend: ProtoBackend, command: ProtoCommand, log: Logger): Loaded[] {
+  #protoEntry(backend: ProtoBackend, command: ProtoCatalogueEntry, log: Logger): Loaded[] {
     const text = JSON.stringify(command.document);
     const type = commandTypeOf(command.schema);
     const previous = this.#declared.get(backend.id)?.find((loaded) => loaded.entry.type === type && loaded.text === text);
@@ -197,7 +191,8 @@ export class CommandCatalogue {
   #replace(backendId: string, loaded: Loaded[]): void {
     const kept = new Set(loaded.map((l) => l.release));
     for (const old of this.#declared.get(backendId) ?? []) if (!kept.has(old.release)) old.release();
-    this.#declared.set(backendId, loaded);
+    if (loaded.length === 0 && !this.#options.backends.get(backendId)) this.#declared.delete(backendId);
+    else this.#declared.set(backendId, loaded);
     this.#rebuild();
   }
 

@@ -4,6 +4,7 @@
  * and from every type seen in the log; the set of seen types is kept in the store, so it survives
  * restarts. A typed event's schema is the legacy `records[].schema`, or, for a proto backend,
  * fetched from its `{endpoint}events/{schema}/{version}` and cached (rewritten to public URLs).
+ * The types of a backend removed at runtime are forgotten with it.
  */
 import type { Logger } from 'pino';
 import type { Backend, BackendDirectory } from '../backends/directory.ts';
@@ -58,6 +59,7 @@ export class EventCatalogue {
         if (records.schema) for (const type of records.types) this.#schemas.set(keyOf(type), records.schema);
       }
     }
+    options.backends.watch({ removed: (backend) => this.#forget(backend.id) });
   }
 
   /** Loads the types seen before a restart and starts learning from new appends. */
@@ -87,6 +89,11 @@ export class EventCatalogue {
     return entries;
   }
 
+  /** The event types a backend produces, as far as the catalogue knows (the `produces` of its service descriptor). */
+  typesOf(backendId: string): string[] {
+    return [...this.#types.values()].filter((known) => known.backend === backendId).map((known) => known.type);
+  }
+
   /** The JSON Schema of a typed event's data; throws 404 `UNKNOWN_SCHEMA` (or 503 when its backend is unreachable). */
   async schema(schema: string, version: string, backendId?: string): Promise<Record<string, unknown>> {
     const key = `${schema}/${version}`;
@@ -108,6 +115,15 @@ export class EventCatalogue {
    */
   addProduced(backendId: string, types: string[]): void {
     for (const type of types) this.#learn({ type, backend: backendId, typed: false });
+  }
+
+  #forget(backendId: string): void {
+    for (const [key, known] of this.#types) {
+      if (known.backend !== backendId) continue;
+      this.#types.delete(key);
+      this.#schemas.delete(key);
+    }
+    this.#saving = this.#saving.then(() => this.#save());
   }
 
   #observe(events: StoredEvent[]): void {

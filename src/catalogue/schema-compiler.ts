@@ -1,8 +1,11 @@
 /**
- * Compiles the JSON Schemas of command data once, when the catalogue loads (STYLE.md rule 3):
- * draft 2020-12 unless `$schema` names draft-04…07; every error reported (`allErrors`), formats
- * checked (ajv-formats), unknown keywords tolerated (backends' schemas carry annotations such as
- * `produces`). `data` is never modified (no defaults filled in): what is delivered is what was sent.
+ * Compiles the JSON Schemas of command data and query parameters once, when a catalogue loads
+ * (STYLE.md rule 3): draft 2020-12 unless `$schema` names draft-04…07; every error reported
+ * (`allErrors`), formats checked (ajv-formats), unknown keywords tolerated (backends' schemas carry
+ * annotations such as `produces`). Command `data` is never modified (no defaults filled in): what
+ * is delivered is what was sent. Query parameters arrive as strings, so a compiler made with
+ * `coerceTypes` converts them in place to the types their schema names (and a lone value to a
+ * one-item array, ajv's `coerceTypes: 'array'`).
  */
 import { Ajv, type AnySchema, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -20,10 +23,22 @@ export type DataValidator = (data: unknown) => DataProblem[];
 /** At most this many problems are reported for one value. */
 export const MAX_REPORTED_PROBLEMS = 50;
 
+/** Options of a `SchemaCompiler`. */
+export interface SchemaCompilerOptions {
+  /** Converts values in place to the types of their schema (query strings); default false. */
+  coerceTypes?: boolean;
+}
+
 /** Compiles schemas with two ajv instances (2020-12, draft-07) shared by every schema of the catalogue. */
 export class SchemaCompiler {
-  readonly #modern = withFormats(new Ajv2020({ strict: false, allErrors: true }));
-  readonly #draft07 = withFormats(new Ajv({ strict: false, allErrors: true }));
+  readonly #modern: Ajv2020;
+  readonly #draft07: Ajv;
+
+  constructor(options: SchemaCompilerOptions = {}) {
+    const settings = { strict: false, allErrors: true, ...(options.coerceTypes && { coerceTypes: 'array' as const }) };
+    this.#modern = withFormats(new Ajv2020(settings));
+    this.#draft07 = withFormats(new Ajv(settings));
+  }
 
   /**
    * Compiles `schema` (its own `$id` is ignored, so a refreshed schema may be compiled again);

@@ -11,13 +11,17 @@
  *   appends the backend adapter's failure event.
  * - `close()` stops taking work, waits for attempts in flight until `drainMs`, then aborts the
  *   rest; an aborted attempt leaves its entry untouched in the outbox (delivered after restart).
+ * - A paused backend (`isPaused`) is skipped: its commands wait in the outbox until it is resumed
+ *   (then `wake()`). Backends come and go at runtime: `deliveries` is read at every pass.
+ * - The adapters ask the backend's circuit before each attempt; an open circuit is a transient
+ *   failure like any other (retried, not before the `Retry-After` it gives).
  */
 import type { Logger } from 'pino';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { AttemptOutcome, CommandMetrics } from '../metrics/commands.ts';
 import type { CorrelationAliases, Outbox, OutboxEntry } from './CommandStore.ts';
 import type { CommandDelivery, DeliveryOutcome, FailureReason } from './delivery.ts';
-import { retryDelayMs } from './retry-schedule.ts';
+import { parseRetryAfter, retryDelayMs } from './retry-schedule.ts';
 
 /** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
 export const MAX_IDLE_MS = 1_000;
@@ -27,8 +31,10 @@ export interface DispatcherOptions {
   outbox: Outbox;
   aliases: CorrelationAliases;
   log: EventLog;
-  /** The adapter of each backend, by backend id. */
+  /** The adapter of each backend, by backend id; read at every pass (the wiring adds and removes runtime backends). */
   deliveries: Map<string, CommandDelivery>;
+  /** True while a backend is paused (its entries are left in the outbox); default never. */
+  isPaused?: (backend: string) => boolean;
   /** Deadline of one attempt, in ms. */
   timeoutMs: number;
   /** Attempts in flight per backend at most. */
@@ -58,13 +64,12 @@ export class Dispatcher {
 
   constructor(options: DispatcherOptions) {
     this.#options = options;
-    for (const backend of options.deliveries.keys()) this.#lanes.set(backend, new Set());
   }
 
   /** Reports entries of backends no longer configured (they stay in the outbox) and starts delivering. */
   async start(): Promise<void> {
     this.#started = true;
-    const orphans = (await this.#options.outbox.backends()).filter((backend) => !this.#lanes.has(backend));
+    const orphans = (await this.#options.outbox.backends()).filter((backend) => !this.#options.deliveries.has(backend));
     if (orphans.length > 0) this.#options.logger.warn({ backends: orphans }, 'outbox holds commands for backends that are not configured; they stay undelivered');
     this.wake();
   }
@@ -104,7 +109,9 @@ export class Dispatcher {
     try {
       do {
         this.#again = false;
-        for (const [backend, lane] of this.#lanes) await this.#fill(backend, lane);
+        for (const backend of [...this.#options.deliveries.keys()]) {
+          if (!this.#options.isPaused?.(backend)) await this.#fill(backend, this.#laneOf(backend));
+        }
       } while (this.#again && !this.#closing);
       await this.#armTimer();
     } catch (err) {
@@ -115,6 +122,16 @@ export class Dispatcher {
     }
   }
 
+  /** The attempts in flight of a backend (a lane stays while it has some, even after its backend is gone). */
+  #laneOf(backend: string): Set<number> {
+    let lane = this.#lanes.get(backend);
+    if (!lane) {
+      lane = new Set();
+      this.#lanes.set(backend, lane);
+    }
+    return lane;
+  }
+
   /** Starts attempts for the due entries of one backend, up to its free slots. */
   async #fill(backend: string, lane: Set<number>): Promise<void> {
     const free = this.#options.concurrency - lane.size;
@@ -123,17 +140,19 @@ export class Dispatcher {
     const due = await this.#options.outbox.due(backend, Date.now(), free + lane.size);
     for (const entry of due) {
       if (lane.size >= this.#options.concurrency || this.#closing) return;
-      if (!lane.has(entry.seq)) this.#start(backend, lane, entry);
+      const delivery = this.#options.deliveries.get(backend);
+      if (delivery && !lane.has(entry.seq)) this.#start(backend, delivery, lane, entry);
     }
   }
 
-  #start(backend: string, lane: Set<number>, entry: OutboxEntry): void {
+  #start(backend: string, delivery: CommandDelivery, lane: Set<number>, entry: OutboxEntry): void {
     lane.add(entry.seq);
     const release = (): void => {
       lane.delete(entry.seq);
+      if (lane.size === 0 && !this.#options.deliveries.has(backend)) this.#lanes.delete(backend);
       this.wake();
     };
-    const attempt = this.#attempt(this.#options.deliveries.get(backend)!, entry).then(release, (err: unknown) => {
+    const attempt = this.#attempt(delivery, entry).then(release, (err: unknown) => {
       // The store or the log failed: keep the slot taken for a while rather than spin on the entry.
       this.#options.logger.error({ err, command: entry.id, backend }, 'command attempt failed unexpectedly');
       setTimeout(release, MAX_IDLE_MS).unref();
@@ -160,7 +179,7 @@ export class Dispatcher {
       outcome = await delivery.deliver(entry, this.#abort.signal, this.#options.timeoutMs);
     } catch (err) {
       if (this.#abort.signal.aborted) return this.#observe(entry, 'aborted', started);
-      outcome = { kind: 'retry', reason: reasonOf(err) };
+      outcome = { kind: 'retry', reason: reasonOf(err), ...retryAfterOf(err) };
     }
     this.#observe(entry, outcome.kind, started);
     if (outcome.kind === 'retry') return this.#retry(delivery, entry, outcome.reason, outcome.retryAfterMs);
@@ -200,6 +219,12 @@ export class Dispatcher {
   #observe(entry: OutboxEntry, outcome: AttemptOutcome, startedMs: number): void {
     this.#options.metrics.observeAttempt(entry.backend, outcome, (performance.now() - startedMs) / 1000);
   }
+}
+
+/** The `Retry-After` a thrown refusal carries (an open circuit says when it lets a probe through). */
+function retryAfterOf(err: unknown): { retryAfterMs?: number } {
+  const retryAfterMs = parseRetryAfter((err as { headers?: Record<string, string> })?.headers?.['Retry-After']);
+  return retryAfterMs === undefined ? {} : { retryAfterMs };
 }
 
 /** A thrown attempt as a failure reason (the adapters throw catalogued errors for transport failures). */

@@ -1,9 +1,13 @@
 /**
  * One ingestor per source of events: a `ProtoFollower` per proto backend, a `RecordPoller` per
- * legacy `records` entry. Built from the backends at boot; started and closed together.
+ * legacy `records` entry. Built from the backends at boot, started and closed together, and kept in
+ * step with the backend directory: a backend registered at runtime gets its follower (started when
+ * the set is), a removed one's ingestors are closed and its ingest metrics forgotten, a paused
+ * backend's ingestors pause and resume with it.
  */
 import type { Logger } from 'pino';
-import type { BackendDirectory } from '../backends/directory.ts';
+import type { Backend, BackendDirectory } from '../backends/directory.ts';
+import type { LegacyBackend } from '../backends/legacy-backend.ts';
 import type { ProtoBackend } from '../backends/proto-backend.ts';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { IngestMetrics } from '../metrics/ingest.ts';
@@ -18,6 +22,7 @@ export interface Ingestor {
   close(): Promise<void>;
 }
 
+/** What the ingestors need: the backends, the log, the public URL (record dataschemas), a logger, the metrics. */
 export interface IngestorsOptions {
   backends: BackendDirectory;
   log: EventLog;
@@ -26,41 +31,92 @@ export interface IngestorsOptions {
   metrics: IngestMetrics;
 }
 
-/** The ingestors of every backend, by backend id. */
-export function createIngestors(options: IngestorsOptions): Map<string, Ingestor[]> {
-  const byBackend = new Map<string, Ingestor[]>();
-  for (const backend of options.backends.proto()) {
-    byBackend.set(backend.id, [
-      new ProtoFollower({
-        backendId: backend.id,
-        endpoint: () => backend.endpoint(),
-        log: options.log,
-        mode: backend.config.events.follow,
-        intervalMs: backend.config.events.intervalMs,
-        headers: backend.config.headers,
-        rewrite: (event) => publicEvent(backend, event),
-        logger: options.logger,
-        metrics: options.metrics,
-      }),
-    ]);
+/** The ingestors of every backend; a component (`start`, `close`). */
+export class IngestorSet {
+  /** The ingestors of each backend, by backend id (live: runtime backends come and go). */
+  readonly byBackend = new Map<string, Ingestor[]>();
+  readonly #options: IngestorsOptions;
+  readonly #unwatch: () => void;
+  #started = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: IngestorsOptions) {
+    this.#options = options;
+    for (const backend of options.backends.list()) this.#create(backend);
+    this.#unwatch = options.backends.watch({
+      added: (backend) => this.#added(backend),
+      removed: (backend) => this.#removed(backend.id),
+      paused: (backend) => this.#each(backend.id, (ingestor) => ingestor.pause()),
+      resumed: (backend) => this.#each(backend.id, (ingestor) => ingestor.resume()),
+    });
   }
-  for (const backend of options.backends.legacy()) {
-    byBackend.set(
-      backend.id,
-      backend.config.records.map(
-        (records) =>
-          new RecordPoller({
-            backend: backend.config,
-            records,
-            publicUrl: options.publicUrl,
-            log: options.log,
-            logger: options.logger,
-            metrics: options.metrics,
-          }),
-      ),
+
+  /** Starts every ingestor (a paused backend's stay paused until resumed). */
+  start(): void {
+    this.#started = true;
+    for (const [id, ingestors] of this.byBackend) for (const ingestor of ingestors) this.#launch(id, ingestor);
+  }
+
+  /** Closes every ingestor. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#closeAll();
+    return this.#closing;
+  }
+
+  async #closeAll(): Promise<void> {
+    this.#unwatch();
+    await Promise.all([...this.byBackend.values()].flat().map((ingestor) => ingestor.close()));
+  }
+
+  #added(backend: ProtoBackend): void {
+    if (this.#closing) return;
+    const ingestors = this.#create(backend);
+    if (this.#started) for (const ingestor of ingestors) this.#launch(backend.id, ingestor);
+  }
+
+  async #removed(id: string): Promise<void> {
+    const ingestors = this.byBackend.get(id) ?? [];
+    this.byBackend.delete(id);
+    await Promise.all(ingestors.map((ingestor) => ingestor.close()));
+    this.#options.metrics.forget(id);
+  }
+
+  #launch(id: string, ingestor: Ingestor): void {
+    if (this.#options.backends.isPaused(id)) ingestor.pause();
+    ingestor.start();
+  }
+
+  #each(id: string, act: (ingestor: Ingestor) => void): void {
+    for (const ingestor of this.byBackend.get(id) ?? []) act(ingestor);
+  }
+
+  #create(backend: Backend): Ingestor[] {
+    const ingestors = backend.kind === 'proto' ? [this.#follower(backend)] : this.#pollers(backend);
+    this.byBackend.set(backend.id, ingestors);
+    return ingestors;
+  }
+
+  #follower(backend: ProtoBackend): Ingestor {
+    const o = this.#options;
+    return new ProtoFollower({
+      backendId: backend.id,
+      endpoint: () => backend.endpoint(),
+      log: o.log,
+      mode: backend.config.events.follow,
+      intervalMs: backend.config.events.intervalMs,
+      headers: backend.config.headers,
+      rewrite: (event) => publicEvent(backend, event),
+      logger: o.logger,
+      metrics: o.metrics,
+    });
+  }
+
+  #pollers(backend: LegacyBackend): Ingestor[] {
+    const o = this.#options;
+    return backend.config.records.map(
+      (records) => new RecordPoller({ backend: backend.config, records, publicUrl: o.publicUrl, log: o.log, logger: o.logger, metrics: o.metrics }),
     );
   }
-  return byBackend;
 }
 
 /**

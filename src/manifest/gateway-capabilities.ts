@@ -38,7 +38,48 @@ export const COMMANDS_CAPABILITY: CapabilitySpec = {
   ],
 };
 
+/** The queries capability: the aggregated query catalogue, its documents and synchronous execution. */
+export const QUERIES_CAPABILITY: CapabilitySpec = {
+  name: 'io.proto.agents.queries',
+  version: '1.0.0',
+  description: 'One query catalogue over every backend; parameters checked by the gateway, the query run synchronously by the backend that declares it.',
+  schemaName: 'catalogue-entry',
+  endpoints: [
+    { method: 'GET', path: '/queries', description: 'Query catalogue' },
+    { method: 'GET', path: '/queries/{schema}/{version}', description: 'A query: { description?, parameters? (JSON Schema of the query string), response }' },
+    { method: 'GET', path: '/queries/{schema}', description: 'Run a query with its parameters in the query string; 200 with the result' },
+  ],
+};
+
+/** The registry capability: the live list of services and runtime registration. */
+export const REGISTRY_CAPABILITY: CapabilitySpec = {
+  name: 'io.proto.agents.registry',
+  version: '1.0.0',
+  description: 'The services behind the gateway as descriptors (accepts, produces, status); services registered and removed at runtime.',
+  schemaName: 'service-descriptor',
+  endpoints: [
+    { method: 'GET', path: '/services', description: 'Every service: { services: [descriptor] }' },
+    { method: 'GET', path: '/services/{id}', description: 'One service descriptor' },
+    { method: 'GET', path: '/agents', description: 'The live list of agents: { agents: [descriptor] }' },
+    { method: 'POST', path: '/services', description: 'Register or update a service (admin): descriptor fields without status; 201 or 200' },
+    { method: 'DELETE', path: '/services/{id}', description: 'Remove a registered service and its subscriptions (admin); 204' },
+  ],
+};
+
+/** The lifecycle capability: pausing and resuming a backend. */
+export const LIFECYCLE_CAPABILITY: CapabilitySpec = {
+  name: 'io.proto.agents.lifecycle',
+  version: '1.0.0',
+  description: 'Pause a backend (its commands wait in the outbox, its events are not read) and resume it.',
+  schemaName: 'service-descriptor',
+  extends: 'io.proto.agents.registry',
+  endpoints: [
+    { method: 'POST', path: '/services/{id}/pause', description: 'Pause a service (admin); 204' },
+    { method: 'POST', path: '/services/{id}/resume', description: 'Resume a service; held commands are delivered (admin); 204' },
+  ],
+};
+
 /** The gateway's capability specs for a configuration. */
 export function gatewayCapabilitySpecs(_config: GatewayConfig): CapabilitySpec[] {
-  return [EVENTS_CAPABILITY, COMMANDS_CAPABILITY];
+  return [EVENTS_CAPABILITY, COMMANDS_CAPABILITY, QUERIES_CAPABILITY, REGISTRY_CAPABILITY, LIFECYCLE_CAPABILITY];
 }

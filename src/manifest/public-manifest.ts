@@ -1,5 +1,6 @@
 /**
- * The current public manifest, rebuilt only when a backend's manifest changed (not per request).
+ * The current public manifest, rebuilt only when a backend's manifest changed or a backend was
+ * added or removed at runtime (not per request).
  */
 import type { AuthConfig } from '../config/types.ts';
 import type { BackendDirectory } from '../backends/directory.ts';
@@ -20,10 +21,23 @@ export class PublicManifest {
   readonly #options: PublicManifestOptions;
   #cached: Manifest | undefined;
   readonly #scoped = new Map<string, Manifest>();
+  /** Unsubscribers of the proto backends' change listeners, by backend id. */
+  readonly #following = new Map<string, () => void>();
 
   constructor(options: PublicManifestOptions) {
     this.#options = options;
-    for (const backend of options.backends.proto()) backend.onChange(() => this.invalidate());
+    for (const backend of options.backends.proto()) this.#following.set(backend.id, backend.onChange(() => this.invalidate()));
+    options.backends.watch({
+      added: (backend) => {
+        this.#following.set(backend.id, backend.onChange(() => this.invalidate()));
+        this.invalidate();
+      },
+      removed: (backend) => {
+        this.#following.get(backend.id)?.();
+        this.#following.delete(backend.id);
+        this.invalidate();
+      },
+    });
   }
 
   /** The aggregated manifest. */

@@ -10,11 +10,15 @@
  *
  * The guard runs at registration and again at every delivery: `delivery-client.ts` resolves
  * through `resolve()` inside the socket's own lookup, so the address checked is the one connected to.
+ *
+ * The service registry uses the same guard for runtime service endpoints (`POST /services`), in a
+ * stricter mode (`allowPublic: false`): every address must lie inside `registry.allowNetworks`,
+ * and refusals carry that feature's own code and field name.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { ProtoError } from '../../errors.ts';
+import { ProtoError, type ErrorCode } from '../../errors.ts';
 
 /** Why a URL was refused: the `details.reason` of `WEBHOOK_URL_REJECTED` (DESIGN.md, Conventions). */
 export type RefusalReason = 'scheme' | 'userinfo' | 'host' | 'unresolvable' | 'address';
@@ -45,6 +49,13 @@ export interface SsrfGuardOptions {
   resolver?: Resolver;
   /** Called with the reason of every refusal (metrics). */
   onRefusal?: (reason: RefusalReason) => void;
+  /**
+   * Accept public unicast addresses (default true). False: only addresses inside
+   * `allowPrivateNetworks` pass, and host names are judged by their addresses alone.
+   */
+  allowPublic?: boolean;
+  /** How refusals are worded: their code (default `WEBHOOK_URL_REJECTED`) and the field checked (default `webhook.url`). */
+  refusal?: { code: ErrorCode; field: string };
 }
 
 /** A URL that passed the guard, with the addresses its host had at that moment. */
@@ -69,9 +80,13 @@ export class SsrfGuard {
   readonly #allowed: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
   readonly #resolver: Resolver;
   readonly #onRefusal: (reason: RefusalReason) => void;
+  readonly #allowPublic: boolean;
+  readonly #refusal: { code: ErrorCode; field: string };
 
   constructor(options: SsrfGuardOptions = {}) {
     this.#allowHttp = options.allowHttp ?? false;
+    this.#allowPublic = options.allowPublic ?? true;
+    this.#refusal = options.refusal ?? { code: 'WEBHOOK_URL_REJECTED', field: 'webhook.url' };
     this.#allowed = (options.allowPrivateNetworks ?? []).map((cidr) => ipaddr.parseCIDR(cidr));
     this.#resolver = options.resolver ?? systemResolver;
     this.#onRefusal = options.onRefusal ?? (() => {});
@@ -83,15 +98,15 @@ export class SsrfGuard {
     try {
       url = new URL(raw);
     } catch {
-      throw this.#refuse('host', 'webhook.url is not an absolute URL');
+      throw this.#refuse('host', `${this.#refusal.field} is not an absolute URL`);
     }
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && this.#allowHttp)) {
-      throw this.#refuse('scheme', `webhook.url must use https${this.#allowHttp ? ' or http' : ''}`);
+      throw this.#refuse('scheme', `${this.#refusal.field} must use https${this.#allowHttp ? ' or http' : ''}`);
     }
-    if (url.username !== '' || url.password !== '') throw this.#refuse('userinfo', 'webhook.url must not carry user-info');
+    if (url.username !== '' || url.password !== '') throw this.#refuse('userinfo', `${this.#refusal.field} must not carry user-info`);
     const host = hostOf(url);
-    if (host === '' || (literalOf(host) === undefined && (LOCAL_NAMES.test(host) || !host.includes('.')))) {
-      throw this.#refuse('host', 'webhook.url must name a public host');
+    if (host === '' || (this.#allowPublic && literalOf(host) === undefined && (LOCAL_NAMES.test(host) || !host.includes('.')))) {
+      throw this.#refuse('host', `${this.#refusal.field} must name a public host`);
     }
     return url;
   }
@@ -120,10 +135,10 @@ export class SsrfGuard {
   async resolve(host: string): Promise<ResolvedAddress[]> {
     const literal = literalOf(host);
     const addresses = literal ? [literal] : await this.#lookup(host);
-    if (addresses.length === 0) throw this.#refuse('unresolvable', `webhook host "${host}" does not resolve`);
+    if (addresses.length === 0) throw this.#refuse('unresolvable', `the host "${host}" of ${this.#refusal.field} does not resolve`);
     const denied = addresses.find((a) => !this.allows(a.address));
     // The refused address stays out of the answer: it would let a caller map internal DNS.
-    if (denied) throw this.#refuse('address', `webhook host "${host}" resolves to a non-public address`);
+    if (denied) throw this.#refuse('address', `the host "${host}" of ${this.#refusal.field} resolves to ${this.#allowPublic ? 'a non-public address' : 'an address outside the allowed networks'}`);
     return addresses;
   }
 
@@ -132,7 +147,7 @@ export class SsrfGuard {
     if (!ipaddr.isValid(address)) return false;
     const ip = ipaddr.process(address);
     if (this.#allowed.some(([network, bits]) => network.kind() === ip.kind() && ip.match(network, bits))) return true;
-    if (ip.kind() === 'ipv6' && ip.match(IPV4_COMPATIBLE)) return false;
+    if (!this.#allowPublic || (ip.kind() === 'ipv6' && ip.match(IPV4_COMPATIBLE))) return false;
     return ip.range() === 'unicast';
   }
 
@@ -146,7 +161,7 @@ export class SsrfGuard {
 
   #refuse(reason: RefusalReason, message: string): ProtoError {
     this.#onRefusal(reason);
-    return new ProtoError('WEBHOOK_URL_REJECTED', message, { reason });
+    return new ProtoError(this.#refusal.code, message, { reason });
   }
 }
 
