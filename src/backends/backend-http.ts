@@ -48,19 +48,30 @@ export async function getJson(url: string, options: BackendGetOptions): Promise<
     if (typeof retryAfter === 'string') answer.retryAfter = retryAfter;
     return answer;
   } catch (err) {
-    throw backendError(err, url);
+    throw backendError(err);
   }
 }
 
-/** Maps an undici failure to 504 (timeouts) or 503 (everything else). */
-export function backendError(err: unknown, url: string): ProtoError {
+/**
+ * Maps an undici failure to 504 (timeouts) or 503 (everything else). The answer names only the
+ * error code (`ECONNREFUSED`…): transport messages carry the backend's host and port, which must
+ * not leave the gateway; the whole failure stays on `cause`, for the log.
+ */
+export function backendError(err: unknown): ProtoError {
   if (err instanceof ProtoError) return err;
-  const { origin } = new URL(url);
-  if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || err instanceof errors.ConnectTimeoutError) {
-    return new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time');
-  }
-  const reason = (err as Error).message ?? String(err);
-  return new ProtoError('BACKEND_UNAVAILABLE', 'the backend is unavailable', { reason: reason.split(origin).join('<backend>') });
+  const timedOut = err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || err instanceof errors.ConnectTimeoutError;
+  const error = timedOut
+    ? new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time')
+    : new ProtoError('BACKEND_UNAVAILABLE', `the backend is unavailable (${transportReason(err)})`);
+  error.cause = err;
+  return error;
+}
+
+/** A failure's code without any address: `ECONNREFUSED`, `UND_ERR_SOCKET`…, else `connection failed`. */
+export function transportReason(err: unknown): string {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = typeof e?.code === 'string' ? e.code : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
+  return code && /^[A-Z0-9_]+$/.test(code) ? code : 'connection failed';
 }
 
 async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }, maxBytes: number): Promise<string> {

@@ -9,6 +9,7 @@ import { request } from 'undici';
 import { ProtoError } from '../errors.ts';
 import { parseRetryAfter } from '../commands/retry-schedule.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
+import { transportReason } from './backend-http.ts';
 
 /** Largest response body read, in bytes; the rest is dropped (a command answer is small). */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -49,7 +50,10 @@ export async function sendCommand(req: CommandRequest, signal: AbortSignal, time
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     if (deadline.aborted) throw new ProtoError('BACKEND_TIMEOUT', `no answer within ${timeoutMs} ms`);
-    throw new ProtoError('BACKEND_UNAVAILABLE', `the backend is unreachable: ${(err as Error)?.message ?? String(err)}`);
+    // The message lands in the public failure event: the code only, never the backend's address.
+    const error = new ProtoError('BACKEND_UNAVAILABLE', `the backend is unreachable (${transportReason(err)})`);
+    error.cause = err;
+    throw error;
   }
 }
 

@@ -116,7 +116,7 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
 
 function fail(res: ServerResponse, log: Logger, err: unknown): void {
   if (!isProtoError(err)) log.error({ err }, 'unhandled error');
-  else if (err.status >= 500) log.warn({ code: err.code, msg: err.message }, 'request failed');
+  else if (err.status >= 500) log.warn({ code: err.code, msg: err.message, cause: (err.cause as Error | undefined)?.message }, 'request failed');
   const error = isProtoError(err) ? err : new ProtoError('INTERNAL', 'internal error');
   if (res.headersSent) {
     res.destroy();
