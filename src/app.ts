@@ -40,6 +40,9 @@ import { serviceRoutes } from './http/routes/services.ts';
 import { registryMetrics } from './metrics/registry.ts';
 import { openRegistryStore } from './registry/open-registry-store.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
+import { Lifecycle } from './lifecycle.ts';
+
+export type { Component } from './lifecycle.ts';
 
 export interface GatewayOptions {
   /** Default: pino JSON lines on stdout. */
@@ -48,14 +51,6 @@ export interface GatewayOptions {
   registry?: Registry;
   /** Host resolver of the SSRF guards (webhooks; runtime service endpoints); default `dns.lookup` (tests inject one). */
   resolver?: Resolver;
-}
-
-/** A part with a lifecycle: `start()` once at boot, `close()` at shutdown (safe to call twice). */
-export interface Component {
-  start?(): Promise<void> | void;
-  /** Optional: called when shutdown begins, before the HTTP drain (long-lived streams end here). */
-  drain?(): Promise<void> | void;
-  close(): Promise<void> | void;
 }
 
 /** A running gateway. */
@@ -81,12 +76,15 @@ export interface Gateway {
 
 /**
  * Starts a gateway: opens the store (a store that cannot open stops the start before anything
- * listens), listens, reads the backends' manifests, registers the routes and starts ingestion.
+ * listens), listens, reads the backends' manifests, registers the routes and starts every
+ * component. If any step fails, whatever was opened is closed again before the error is thrown.
  */
 export async function startGateway(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? pino({ base: { service: 'proto-gateway' } });
   const registry = options.registry ?? defaultRegistry();
+  const life = new Lifecycle(logger);
   const log = await openEventLog(config.storage);
+  life.add({ close: () => log.close() });
   logMetrics(registry, log);
   const router = new Router();
   const http = createHttpServer({
@@ -97,17 +95,55 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     logger,
     metrics: httpMetrics(registry),
   });
-  const address = await http.listen(config.server.host, config.server.port).catch(async (err: unknown) => {
-    await log.close();
-    throw err;
+  const state = { ready: false };
+  // One deadline for the whole shutdown: the HTTP drain and the components share it.
+  const close = once(async () => {
+    const deadlineMs = Date.now() + config.server.shutdownTimeoutMs;
+    state.ready = false;
+    await life.drain();
+    await http.close(Math.max(0, deadlineMs - Date.now()));
+    await life.close(deadlineMs);
+    logger.info('stopped');
   });
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
-  const publicUrl = config.server.publicUrl ?? url;
+  try {
+    const address = await http.listen(config.server.host, config.server.port);
+    const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
+    const parts = await assemble({ config, options, logger, registry, log, life, url, state });
+    router.add(parts.routes);
+    // Runtime services join the directory before anything starts: a paused one never delivers or reads.
+    await parts.services.restore();
+    await parts.backends.start();
+    await life.start();
+    state.ready = true;
+    logger.info({ url, publicUrl: parts.publicUrl, backends: parts.backends.list().map((b) => b.id) }, 'listening');
+    return { ...parts, url, config, registry, log, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
 
+interface AssembleInput {
+  config: GatewayConfig;
+  options: GatewayOptions;
+  logger: Logger;
+  registry: Registry;
+  log: EventLog;
+  life: Lifecycle;
+  url: string;
+  state: { ready: boolean };
+}
+
+/** The features, built from the configuration; each component joins `life` as soon as it exists. */
+async function assemble(input: AssembleInput) {
+  const { config, options, logger, registry, log, life } = input;
+  const publicUrl = config.server.publicUrl ?? input.url;
   const backends = new BackendDirectory(config.backends, publicUrl, logger);
+  // Started by startGateway itself, after runtime services are restored; closed here.
+  life.add({ close: () => backends.close() });
   backendMetrics(registry, backends);
   const capabilities = gatewayCapabilitySpecs(config);
-  const catalogue = new EventCatalogue({ publicUrl, log, backends, logger });
+  const catalogue = life.add(new EventCatalogue({ publicUrl, log, backends, logger }));
   const manifest = new PublicManifest({
     protocolVersion: config.protocol.version,
     gatewayVersion: GATEWAY_VERSION,
@@ -116,14 +152,30 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     capabilities,
     backends,
   });
-  const commands = await createCommandPath({
-    config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
-  });
   const carriers = credentialCarriers(config.auth);
   const queries = createQueryPath({
     publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger,
   });
+  life.add(queries.catalogue);
+  const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) }));
+  life.add(new Pruner(log, config.events.retention, logger));
+  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger });
+  life.add(sse.hub);
   const registryStore = await openRegistryStore(config.storage);
+  life.add({ close: () => registryStore.close() });
+  const webhooks = life.add(new WebhookBridge({
+    config: config.webhooks,
+    storage: config.storage,
+    log,
+    metrics: webhookMetrics(registry),
+    logger,
+    isKnownService: (id): boolean => services.isKnown(id),
+    resolver: options.resolver,
+  }));
+  const commands = await createCommandPath({
+    config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
+  });
+  for (const component of commands.components) life.add(component);
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
@@ -140,40 +192,17 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     metrics: registryMetrics(registry),
     logger,
   });
-  let ready = false;
-  /** Started in order after the backends' manifests are read; closed in reverse order after the HTTP drain. */
-  const components: Component[] = [catalogue, queries.catalogue];
   const routes: Route[] = [
-    ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (ready ? [] : ['starting']) }),
+    ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (input.state.ready ? [] : ['starting']) }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
-  ];
-
-  const ingestors = new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) });
-  components.push(ingestors, new Pruner(log, config.events.retention, logger));
-
-  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger });
-  components.push(sse.hub);
-  routes.push(...sse.routes);
-
-  const webhooks = new WebhookBridge({
-    config: config.webhooks,
-    storage: config.storage,
-    log,
-    metrics: webhookMetrics(registry),
-    logger,
-    isKnownService: (id): boolean => services.isKnown(id),
-    resolver: options.resolver,
-  });
-  components.push(webhooks);
-  routes.push(...subscriptionRoutes(webhooks.subscriptions));
-
-  components.push(...commands.components, { close: () => registryStore.close() });
-  routes.push(...commands.routes, ...queries.routes, ...serviceRoutes(services));
-
-  // The pass-through is the fallback under /services/{id}/: feature routes above win over it.
-  routes.push(
+    ...sse.routes,
+    ...subscriptionRoutes(webhooks.subscriptions),
+    ...commands.routes,
+    ...queries.routes,
+    ...serviceRoutes(services),
+    // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({
       backends,
       credentialHeaders: carriers.headers,
@@ -181,36 +210,8 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
       timeoutMs: config.commands.dispatch.timeoutMs,
       maxBodyBytes: config.server.bodyLimitBytes,
     }),
-  );
-  router.add(routes);
-
-  // Runtime services join the directory before anything starts: a paused one never delivers or reads.
-  await services.restore();
-  await backends.start();
-  for (const component of components) await component.start?.();
-  ready = true;
-  logger.info({ url, publicUrl, backends: backends.list().map((b) => b.id) }, 'listening');
-  return {
-    url,
-    publicUrl,
-    config,
-    registry,
-    manifest,
-    backends,
-    log,
-    ingestors: ingestors.byBackend,
-    services,
-    webhooks,
-    close: once(async () => {
-      ready = false;
-      backends.close();
-      for (const component of components) await component.drain?.();
-      await http.close(config.server.shutdownTimeoutMs);
-      for (const component of components.reverse()) await component.close();
-      await log.close();
-      logger.info('stopped');
-    }),
-  };
+  ];
+  return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes };
 }
 
 function defaultRegistry(): Registry {

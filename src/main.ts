@@ -94,6 +94,11 @@ async function serve(file: string): Promise<number | undefined> {
     if (stopping) process.exit(1);
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    // Last resort: shutdown keeps one deadline, but a component that ignores it must not keep the process.
+    setTimeout(() => {
+      logger.error('shutdown overran server.shutdownTimeout; exiting');
+      process.exit(1);
+    }, config.server.shutdownTimeoutMs + 5_000).unref();
     started
       .then((gateway) => gateway.close())
       .then(

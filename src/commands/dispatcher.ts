@@ -88,16 +88,21 @@ export class Dispatcher {
     });
   }
 
-  /** Stops taking work; waits for attempts in flight up to `drainMs`, then aborts them. Idempotent. */
-  close(): Promise<void> {
-    this.#closing ??= this.#drain();
+  /**
+   * Stops taking work; waits for attempts in flight up to `drainMs` (or until `deadlineMs`, epoch
+   * ms, when that comes sooner: the gateway's one shutdown deadline), then aborts them. An aborted
+   * attempt leaves its entry in the outbox. Idempotent.
+   */
+  close(deadlineMs?: number): Promise<void> {
+    const waitMs = Math.min(this.#options.drainMs, deadlineMs === undefined ? Infinity : Math.max(0, deadlineMs - Date.now()));
+    this.#closing ??= this.#drain(waitMs);
     return this.#closing;
   }
 
-  async #drain(): Promise<void> {
+  async #drain(waitMs: number): Promise<void> {
     clearTimeout(this.#timer);
     let deadline: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<void>((resolve) => (deadline = setTimeout(resolve, this.#options.drainMs)));
+    const timedOut = new Promise<void>((resolve) => (deadline = setTimeout(resolve, waitMs)));
     await Promise.race([Promise.allSettled([...this.#attempts]), timedOut]);
     clearTimeout(deadline);
     this.#abort.abort(new Error('the gateway is shutting down'));
