@@ -9,7 +9,7 @@
  * the two connections of this process never wait on each other for long; `busy_timeout` covers the
  * rest.
  */
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
@@ -17,7 +17,7 @@ import {
   type NewOutboxEntry,
   type OutboxEntry,
 } from './CommandStore.ts';
-import { openSqlite } from '../storage/sqlite.ts';
+import { SqliteHandle } from '../storage/sqlite.ts';
 
 /** How long a statement waits for the other connection's lock, in ms. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -77,37 +77,27 @@ type Statements = ReturnType<typeof prepareStatements>;
 
 /** A `CommandStore` in one SQLite file (or `:memory:` for tests). */
 export class SqliteCommandStore implements CommandStore {
-  readonly #path: string;
-  #db: DatabaseSync | undefined;
-  #sql: Statements | undefined;
+  readonly #sqlite: SqliteHandle<Statements>;
 
   /** @param path the database file (its directory is created), usually `storage.path`. */
   constructor(path: string) {
-    this.#path = path;
+    this.#sqlite = new SqliteHandle('SqliteCommandStore', path, {
+      schema: SCHEMA,
+      prepare: prepareStatements,
+      busyTimeoutMs: BUSY_TIMEOUT_MS,
+    });
   }
 
   async open(): Promise<void> {
-    if (this.#db) return;
-    const db = openSqlite(this.#path, { busyTimeoutMs: BUSY_TIMEOUT_MS });
-    try {
-      db.exec(SCHEMA);
-      this.#sql = prepareStatements(db);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    this.#db = db;
+    this.#sqlite.open();
   }
 
   async close(): Promise<void> {
-    const db = this.#db;
-    this.#db = undefined;
-    this.#sql = undefined;
-    db?.close();
+    this.#sqlite.close();
   }
 
   async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
-    return this.#transaction((sql) => {
+    return this.#sqlite.transaction((sql) => {
       const live = liveRecord(sql, record.id, nowMs);
       if (live) return live;
       storeRecord(sql, record);
@@ -117,7 +107,7 @@ export class SqliteCommandStore implements CommandStore {
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
-    return this.#transaction((sql) => {
+    return this.#sqlite.transaction((sql) => {
       const live = liveRecord(sql, record.id, nowMs);
       if (!live) storeRecord(sql, record);
       return live;
@@ -125,80 +115,58 @@ export class SqliteCommandStore implements CommandStore {
   }
 
   async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
-    return liveRecord(this.#statements(), id, nowMs);
+    return liveRecord(this.#sqlite.statements, id, nowMs);
   }
 
   async purgeExpired(nowMs: number): Promise<number> {
-    return Number(this.#statements().purgeExpired.run(nowMs).changes);
+    return Number(this.#sqlite.statements.purgeExpired.run(nowMs).changes);
   }
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
-    const seq = insertEntry(this.#statements(), entry);
+    const seq = insertEntry(this.#sqlite.statements, entry);
     return { ...structuredClone(entry), seq };
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
-    const rows = this.#statements().due.all(backend, nowMs, Math.max(0, limit)) as unknown as OutboxRow[];
+    const rows = this.#sqlite.statements.due.all(backend, nowMs, Math.max(0, limit)) as unknown as OutboxRow[];
     return rows.map(entryOf);
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
-    this.#statements().reschedule.run(attempts, nextAttemptMs, lastError, seq);
+    this.#sqlite.statements.reschedule.run(attempts, nextAttemptMs, lastError, seq);
   }
 
   async complete(seq: number): Promise<void> {
-    this.#statements().complete.run(seq);
+    this.#sqlite.statements.complete.run(seq);
   }
 
   async nextDueMs(): Promise<number | undefined> {
-    return (this.#statements().nextDue.get()?.next as number | null | undefined) ?? undefined;
+    return (this.#sqlite.statements.nextDue.get()?.next as number | null | undefined) ?? undefined;
   }
 
   async backends(): Promise<string[]> {
-    return this.#statements().backends.all().map((row) => row.backend as string);
+    return this.#sqlite.statements.backends.all().map((row) => row.backend as string);
   }
 
   async depth(): Promise<number> {
-    return this.#statements().depth.get()!.n as number;
+    return this.#sqlite.statements.depth.get()!.n as number;
   }
 
   async rememberAlias(id: string, alias: string): Promise<void> {
-    this.#transaction((sql) => {
+    this.#sqlite.transaction((sql) => {
       const known = sql.aliasCount.get(id)!.n as number;
       if (known < MAX_ALIASES_PER_COMMAND) sql.insertAlias.run(id, alias);
     });
   }
 
   async aliasesOf(id: string): Promise<string[]> {
-    return this.#statements().aliases.all(id).map((row) => row.alias as string);
-  }
-
-  /** Runs `work` inside BEGIN IMMEDIATE … COMMIT; rolls back and rethrows when it throws. */
-  #transaction<T>(work: (sql: Statements) => T): T {
-    const sql = this.#statements();
-    sql.begin.run();
-    try {
-      const result = work(sql);
-      sql.commit.run();
-      return result;
-    } catch (err) {
-      if (this.#db?.isTransaction) sql.rollback.run();
-      throw err;
-    }
-  }
-
-  #statements(): Statements {
-    if (!this.#sql) throw new Error('SqliteCommandStore is not open');
-    return this.#sql;
+    return this.#sqlite.statements.aliases.all(id).map((row) => row.alias as string);
   }
 }
 
 function prepareStatements(db: DatabaseSync) {
   const statement = (sql: string): StatementSync => db.prepare(sql);
   return {
-    begin: statement('BEGIN IMMEDIATE'),
-    commit: statement('COMMIT'),
-    rollback: statement('ROLLBACK'),
     findRecord: statement('SELECT * FROM command_ids WHERE id = ? AND expires_ms > ?'),
     storeRecord: statement('INSERT OR REPLACE INTO command_ids (id, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?)'),
     purgeExpired: statement('DELETE FROM command_ids WHERE expires_ms <= ?'),

@@ -15,7 +15,7 @@
  * The store assumes it is the only writer of its file (one gateway process): `count()` is kept in
  * memory after the first call.
  */
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type {
   AppendResult,
   Checkpoint,
@@ -30,7 +30,7 @@ import type {
 import { assertPageArgs, eventKeys, storedEvent } from './event-query.ts';
 import { ListenerSet, type ListenerErrorHandler } from './listeners.ts';
 import { excessEvents, expiryCutoffMs, type RetentionLimits } from './retention.ts';
-import { openSqlite } from '../storage/sqlite.ts';
+import { SqliteHandle } from '../storage/sqlite.ts';
 
 /** Options of the SQLite store. */
 export interface SqliteEventLogOptions {
@@ -91,9 +91,6 @@ export function selectPageSql(filter: EventFilter): string {
 
 /** The statements prepared once in open(). */
 interface Statements {
-  begin: StatementSync;
-  commit: StatementSync;
-  rollback: StatementSync;
   insert: StatementSync;
   saveCheckpoint: StatementSync;
   checkpoint: StatementSync;
@@ -113,11 +110,8 @@ interface PageRow {
 
 /** An `EventLog` in one SQLite file (or `:memory:`); positions start at 1 and are never reused. */
 export class SqliteEventLog implements EventLog, RetainingLog {
-  readonly #path: string;
-  readonly #options: SqliteEventLogOptions;
+  readonly #sqlite: SqliteHandle<Statements>;
   readonly #listeners: ListenerSet;
-  #db: DatabaseSync | undefined;
-  #sql: Statements | undefined;
   /** Page statements by a bit mask of the filter fields present and the number of correlation ids (bounded). */
   readonly #pages = new Map<string, StatementSync>();
   #count: number | undefined;
@@ -128,29 +122,26 @@ export class SqliteEventLog implements EventLog, RetainingLog {
    * @param options see `SqliteEventLogOptions`.
    */
   constructor(path: string, options: SqliteEventLogOptions = {}) {
-    this.#path = path;
-    this.#options = options;
+    this.#sqlite = new SqliteHandle('SqliteEventLog', path, {
+      schema: SCHEMA,
+      prepare: prepareStatements,
+      synchronous: options.synchronous ?? 'NORMAL',
+      busyTimeoutMs: options.busyTimeoutMs,
+      optimizeOnClose: true,
+    });
     this.#listeners = new ListenerSet(options.onListenerError);
   }
 
   async open(): Promise<void> {
-    if (this.#db) return;
-    const db = openSqlite(this.#path, { synchronous: this.#options.synchronous ?? 'NORMAL', busyTimeoutMs: this.#options.busyTimeoutMs });
-    try {
-      db.exec(SCHEMA);
-      this.#sql = prepareStatements(db);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    this.#db = db;
-    this.#lastAppendedMs = (this.#sql.lastAppendedMs.get()?.appended_ms as number | undefined) ?? 0;
+    if (this.#sqlite.isOpen) return;
+    this.#sqlite.open();
+    this.#lastAppendedMs = (this.#sqlite.statements.lastAppendedMs.get()?.appended_ms as number | undefined) ?? 0;
   }
 
   async append(batch: NewEvent[], checkpoint?: Checkpoint): Promise<AppendResult> {
-    const sql = this.#statements();
+    const sql = this.#sqlite.statements;
     const appendedMs = this.#nextAppendedMs();
-    const appended = this.#transaction(() => {
+    const appended = this.#sqlite.transaction(() => {
       const added = batch.flatMap((item) => this.#insert(item, appendedMs));
       if (checkpoint) sql.saveCheckpoint.run(checkpoint.key, checkpoint.value);
       return added;
@@ -169,25 +160,25 @@ export class SqliteEventLog implements EventLog, RetainingLog {
   }
 
   async positionOf(id: string): Promise<number | undefined> {
-    return this.#statements().positionOf.get(id)?.position as number | undefined;
+    return this.#sqlite.statements.positionOf.get(id)?.position as number | undefined;
   }
 
   async checkpoint(key: string): Promise<string | undefined> {
-    return this.#statements().checkpoint.get(key)?.value as string | undefined;
+    return this.#sqlite.statements.checkpoint.get(key)?.value as string | undefined;
   }
 
   async saveCheckpoint(checkpoint: Checkpoint): Promise<void> {
-    this.#statements().saveCheckpoint.run(checkpoint.key, checkpoint.value);
+    this.#sqlite.statements.saveCheckpoint.run(checkpoint.key, checkpoint.value);
   }
 
   /** The highest position in the log (0 when empty); positions are never reused, even after pruning. */
   async head(): Promise<number> {
-    return (this.#statements().head.get()?.position as number | null | undefined) ?? 0;
+    return (this.#sqlite.statements.head.get()?.position as number | null | undefined) ?? 0;
   }
 
   /** Number of events: one COUNT(*) on the first call, then kept up to date by append and prune. */
   async count(): Promise<number> {
-    this.#count ??= this.#statements().count.get()!.n as number;
+    this.#count ??= this.#sqlite.statements.count.get()!.n as number;
     return this.#count;
   }
 
@@ -201,7 +192,7 @@ export class SqliteEventLog implements EventLog, RetainingLog {
    * event loop between them. Survivors keep their positions. Returns how many were deleted.
    */
   async prune(limits: RetentionLimits, nowMs: number = Date.now()): Promise<number> {
-    this.#statements();
+    void this.#sqlite.statements; // throws when not open, before any work
     const cutoff = expiryCutoffMs(limits, nowMs);
     const expired = cutoff === undefined ? 0 : await this.#pruneExpired(cutoff);
     return expired + (await this.#pruneExcess(limits));
@@ -209,22 +200,17 @@ export class SqliteEventLog implements EventLog, RetainingLog {
 
   /** Closes the database (after `PRAGMA optimize`) and drops the listeners. Safe to call twice. */
   async close(): Promise<void> {
-    const db = this.#db;
-    this.#db = undefined;
-    this.#sql = undefined;
     this.#pages.clear();
     this.#count = undefined;
     this.#listeners.clear();
-    if (!db) return;
-    db.exec('PRAGMA optimize');
-    db.close();
+    this.#sqlite.close();
   }
 
   /** Inserts one event unless its id is known; returns it as stored, or nothing for a duplicate. */
   #insert(item: NewEvent, appendedMs: number): StoredEvent[] {
     const k = eventKeys(item);
     const envelope = JSON.stringify(item.event);
-    const result = this.#sql!.insert.run(
+    const result = this.#sqlite.statements.insert.run(
       item.event.id, k.type, k.source, k.correlationId ?? null, k.timeMs ?? null, k.backend ?? null, appendedMs, envelope,
     );
     return result.changes === 0 ? [] : [storedEvent(Number(result.lastInsertRowid), item.backend, item.event)];
@@ -236,7 +222,7 @@ export class SqliteEventLog implements EventLog, RetainingLog {
     // at the oldest PRUNE_BATCH events only, and a short batch means the prefix is gone.
     let removed = 0;
     let n = PRUNE_BATCH;
-    while (n === PRUNE_BATCH && this.#sql) {
+    while (n === PRUNE_BATCH && this.#sqlite.isOpen) {
       n = await this.#deleteBatch((sql) => sql.deleteExpired.run(PRUNE_BATCH, cutoffMs).changes);
       removed += n;
     }
@@ -247,37 +233,22 @@ export class SqliteEventLog implements EventLog, RetainingLog {
   async #pruneExcess(limits: RetentionLimits): Promise<number> {
     let removed = 0;
     let excess = excessEvents(limits, await this.count());
-    while (excess > 0 && this.#sql) {
+    while (excess > 0 && this.#sqlite.isOpen) {
       const batch = Math.min(excess, PRUNE_BATCH);
       const n = await this.#deleteBatch((sql) => sql.deleteOldest.run(batch).changes);
       removed += n;
       // n = 0 only if another writer emptied the table: stop rather than spin on a stale count.
-      excess = n > 0 && this.#sql ? excessEvents(limits, await this.count()) : 0;
+      excess = n > 0 && this.#sqlite.isOpen ? excessEvents(limits, await this.count()) : 0;
     }
     return removed;
   }
 
   /** Runs one delete of a prune in its own transaction, then lets the event loop run (appends, reads, close). */
   async #deleteBatch(run: (sql: Statements) => number | bigint): Promise<number> {
-    const sql = this.#statements();
-    const n = Number(this.#transaction(() => run(sql)));
+    const n = Number(this.#sqlite.transaction(run));
     if (this.#count !== undefined) this.#count -= n;
     await new Promise<void>((resolve) => setImmediate(resolve));
     return n;
-  }
-
-  /** Runs `work` inside BEGIN IMMEDIATE … COMMIT; rolls back and rethrows when it throws. */
-  #transaction<T>(work: () => T): T {
-    const sql = this.#statements();
-    sql.begin.run();
-    try {
-      const result = work();
-      sql.commit.run();
-      return result;
-    } catch (err) {
-      if (this.#db?.isTransaction) sql.rollback.run();
-      throw err;
-    }
   }
 
   #pageStatement(filter: EventFilter): StatementSync {
@@ -285,7 +256,7 @@ export class SqliteEventLog implements EventLog, RetainingLog {
     const key = `${mask}:${filter.correlationIds?.length ?? 0}`;
     let statement = this.#pages.get(key);
     if (!statement) {
-      statement = this.#database().prepare(selectPageSql(filter));
+      statement = this.#sqlite.db.prepare(selectPageSql(filter));
       this.#pages.set(key, statement);
     }
     return statement;
@@ -296,24 +267,11 @@ export class SqliteEventLog implements EventLog, RetainingLog {
     this.#lastAppendedMs = Math.max(this.#lastAppendedMs, Date.now());
     return this.#lastAppendedMs;
   }
-
-  #statements(): Statements {
-    if (!this.#sql) throw new Error('SqliteEventLog is not open');
-    return this.#sql;
-  }
-
-  #database(): DatabaseSync {
-    if (!this.#db) throw new Error('SqliteEventLog is not open');
-    return this.#db;
-  }
 }
 
 function prepareStatements(db: DatabaseSync): Statements {
   const oldest = 'SELECT position FROM events ORDER BY position LIMIT ?';
   return {
-    begin: db.prepare('BEGIN IMMEDIATE'),
-    commit: db.prepare('COMMIT'),
-    rollback: db.prepare('ROLLBACK'),
     insert: db.prepare(
       `INSERT OR IGNORE INTO events (id, type, source, correlationid, time_ms, backend, appended_ms, envelope)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -6,7 +6,7 @@
  * log's. Every write is one short statement.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openSqlite } from '../storage/sqlite.ts';
+import { SqliteHandle } from '../storage/sqlite.ts';
 import type { RegisteredService, RegistryStore } from './RegistryStore.ts';
 
 const SCHEMA = `
@@ -24,62 +24,43 @@ type Statements = ReturnType<typeof prepare>;
 
 /** A `RegistryStore` in one SQLite file (or `:memory:` for tests). */
 export class SqliteRegistryStore implements RegistryStore {
-  readonly #path: string;
-  #db: DatabaseSync | undefined;
-  #sql: Statements | undefined;
+  readonly #sqlite: SqliteHandle<Statements>;
 
   /** @param path the database file (shared with the event log), or `:memory:`. */
   constructor(path: string) {
-    this.#path = path;
+    this.#sqlite = new SqliteHandle('the registry store', path, { schema: SCHEMA, prepare });
   }
 
   async open(): Promise<void> {
-    if (this.#db) return;
-    const db = openSqlite(this.#path);
-    try {
-      db.exec(SCHEMA);
-      this.#sql = prepare(db);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    this.#db = db;
+    this.#sqlite.open();
   }
 
   async list(): Promise<RegisteredService[]> {
-    return (this.#statements().list.all() as Array<{ service: string }>).map((row) => JSON.parse(row.service) as RegisteredService);
+    return (this.#sqlite.statements.list.all() as Array<{ service: string }>).map((row) => JSON.parse(row.service) as RegisteredService);
   }
 
   async put(service: RegisteredService): Promise<void> {
-    this.#statements().put.run(service.id, JSON.stringify(service));
+    this.#sqlite.statements.put.run(service.id, JSON.stringify(service));
   }
 
   async delete(id: string): Promise<boolean> {
-    const sql = this.#statements();
+    const sql = this.#sqlite.statements;
     sql.unpause.run(id);
     return Number(sql.delete.run(id).changes) > 0;
   }
 
   async pausedIds(): Promise<string[]> {
-    return (this.#statements().paused.all() as Array<{ id: string }>).map((row) => row.id);
+    return (this.#sqlite.statements.paused.all() as Array<{ id: string }>).map((row) => row.id);
   }
 
   async setPaused(id: string, paused: boolean): Promise<void> {
-    const sql = this.#statements();
+    const sql = this.#sqlite.statements;
     (paused ? sql.pause : sql.unpause).run(id);
   }
 
   /** Closes the connection. Safe to call twice. */
   async close(): Promise<void> {
-    const db = this.#db;
-    this.#db = undefined;
-    this.#sql = undefined;
-    db?.close();
-  }
-
-  #statements(): Statements {
-    if (!this.#sql) throw new Error('the registry store is not open');
-    return this.#sql;
+    this.#sqlite.close();
   }
 }
 

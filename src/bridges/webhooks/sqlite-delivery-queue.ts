@@ -1,9 +1,9 @@
 /**
  * The delivery queue in SQLite (`storage.driver: sqlite`): a table `webhook_deliveries` in the
- * gateway's database file, through a connection of its own. Every state change is one committed
- * statement before the call resolves (WAL, `synchronous=NORMAL`: survives a killed process), so
- * nothing enqueued is lost across a restart; a delivery left `in-flight` by a stop is found by
- * `requeueInFlight` and attempted again (at-least-once).
+ * gateway's database file, through a connection of its own (`storage/sqlite.ts`). Every state
+ * change is committed before the call resolves (WAL, `synchronous=FULL`: survives a killed process
+ * and a power loss), so nothing enqueued is lost across a restart; a delivery left `in-flight` by a
+ * stop is found by `requeueInFlight` and attempted again (at-least-once).
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import {
@@ -17,7 +17,7 @@ import {
   type NewDelivery,
   type PurgeLimits,
 } from './DeliveryQueue.ts';
-import { openSqlite } from '../../storage/sqlite.ts';
+import { SqliteHandle } from '../../storage/sqlite.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
@@ -60,38 +60,26 @@ interface Row {
 }
 
 type Statements = Record<
-  | 'begin' | 'commit' | 'rollback' | 'insert' | 'due' | 'start' | 'finish' | 'uncount' | 'requeue' | 'nextDue'
+  | 'insert' | 'due' | 'start' | 'finish' | 'uncount' | 'requeue' | 'nextDue'
   | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'purgeAged' | 'purgeDead',
   StatementSync
 >;
 
 /** A `DeliveryQueue` in one SQLite file (or `:memory:`). */
 export class SqliteDeliveryQueue implements DeliveryQueue {
-  readonly #path: string;
-  #db: DatabaseSync | undefined;
-  #sql: Statements | undefined;
+  readonly #sqlite: SqliteHandle<Statements>;
 
   /** @param path the database file (shared with the event log), or `:memory:`. */
   constructor(path: string) {
-    this.#path = path;
+    this.#sqlite = new SqliteHandle('SqliteDeliveryQueue', path, { schema: SCHEMA, prepare });
   }
 
   async open(): Promise<void> {
-    if (this.#db) return;
-    const db = openSqlite(this.#path);
-    try {
-      db.exec(SCHEMA);
-      this.#sql = prepare(db);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    this.#db = db;
+    this.#sqlite.open();
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
-    const sql = this.#statements();
-    return this.#transaction(() =>
+    return this.#sqlite.transaction((sql) =>
       deliveries.reduce(
         (added, d) => added + Number(sql.insert.run(d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, d.nextAttemptMs, nowMs, nowMs).changes),
         0,
@@ -100,17 +88,17 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async due(nowMs: number, limit: number, excludeSubscriptions: string[]): Promise<DueDelivery[]> {
-    const rows = this.#statements().due.all(nowMs, JSON.stringify(excludeSubscriptions), limit) as unknown as Row[];
+    const rows = this.#sqlite.statements.due.all(nowMs, JSON.stringify(excludeSubscriptions), limit) as unknown as Row[];
     return rows.map((r) => ({ id: r.id, subscriptionId: r.subscription_id, nextAttemptMs: r.next_attempt_ms }));
   }
 
   async begin(id: string, nowMs: number): Promise<Delivery | undefined> {
-    const row = this.#statements().start.get(nowMs, id) as unknown as Row | undefined;
+    const row = this.#sqlite.statements.start.get(nowMs, id) as unknown as Row | undefined;
     return row && fromRow(row);
   }
 
   async finish(id: string, outcome: AttemptOutcome, nowMs: number): Promise<boolean> {
-    const sql = this.#statements();
+    const sql = this.#sqlite.statements;
     if (outcome.uncount) return Number(sql.uncount.run(outcome.status, outcome.nextAttemptMs ?? null, nowMs, id).changes) > 0;
     const changes = sql.finish.run(
       outcome.status, outcome.nextAttemptMs ?? null, outcome.lastError ?? null, outcome.lastStatus ?? null, nowMs, id,
@@ -119,23 +107,23 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async requeueInFlight(nowMs: number): Promise<number> {
-    return Number(this.#statements().requeue.run(nowMs, nowMs).changes);
+    return Number(this.#sqlite.statements.requeue.run(nowMs, nowMs).changes);
   }
 
   async nextDueMs(): Promise<number | undefined> {
-    return (this.#statements().nextDue.get()?.next as number | null | undefined) ?? undefined;
+    return (this.#sqlite.statements.nextDue.get()?.next as number | null | undefined) ?? undefined;
   }
 
   async cancelPending(subscriptionId: string): Promise<number> {
-    return Number(this.#statements().cancelPending.run(subscriptionId).changes);
+    return Number(this.#sqlite.statements.cancelPending.run(subscriptionId).changes);
   }
 
   async deleteSubscription(subscriptionId: string): Promise<number> {
-    return Number(this.#statements().deleteSubscription.run(subscriptionId).changes);
+    return Number(this.#sqlite.statements.deleteSubscription.run(subscriptionId).changes);
   }
 
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
-    const sql = this.#statements();
+    const sql = this.#sqlite.statements;
     const rows = options.status === undefined
       ? this.#rows(sql.list, subscriptionId, options.after, options.limit + 1)
       : this.#rows(sql.listStatus, subscriptionId, options.status, options.after, options.limit + 1);
@@ -145,55 +133,29 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async counts(): Promise<Record<DeliveryStatus, number>> {
     const counts = zeroCounts();
-    for (const row of this.#statements().counts.all() as Array<{ status: DeliveryStatus; n: number }>) counts[row.status] = row.n;
+    for (const row of this.#sqlite.statements.counts.all() as Array<{ status: DeliveryStatus; n: number }>) counts[row.status] = row.n;
     return counts;
   }
 
   async purge(limits: PurgeLimits): Promise<number> {
-    const sql = this.#statements();
-    return this.#transaction(
-      () => Number(sql.purgeAged.run(limits.succeededBeforeMs, limits.deadBeforeMs).changes) + Number(sql.purgeDead.run(limits.maxDead).changes),
+    return this.#sqlite.transaction(
+      (sql) => Number(sql.purgeAged.run(limits.succeededBeforeMs, limits.deadBeforeMs).changes) + Number(sql.purgeDead.run(limits.maxDead).changes),
     );
   }
 
   /** Closes the connection. Safe to call twice. */
   async close(): Promise<void> {
-    const db = this.#db;
-    this.#db = undefined;
-    this.#sql = undefined;
-    db?.close();
+    this.#sqlite.close();
   }
 
   #rows(statement: StatementSync, ...params: SQLInputValue[]): Delivery[] {
     return (statement.all(...params) as unknown as Row[]).map(fromRow);
-  }
-
-  /** Runs `work` inside BEGIN IMMEDIATE … COMMIT; rolls back and rethrows when it throws. */
-  #transaction<T>(work: () => T): T {
-    const sql = this.#statements();
-    sql.begin.run();
-    try {
-      const result = work();
-      sql.commit.run();
-      return result;
-    } catch (err) {
-      if (this.#db?.isTransaction) sql.rollback.run();
-      throw err;
-    }
-  }
-
-  #statements(): Statements {
-    if (!this.#sql) throw new Error('SqliteDeliveryQueue is not open');
-    return this.#sql;
   }
 }
 
 function prepare(db: DatabaseSync): Statements {
   const table = 'webhook_deliveries';
   return {
-    begin: db.prepare('BEGIN IMMEDIATE'),
-    commit: db.prepare('COMMIT'),
-    rollback: db.prepare('ROLLBACK'),
     insert: db.prepare(
       `INSERT OR IGNORE INTO ${table} (id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, created_ms, updated_ms)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,

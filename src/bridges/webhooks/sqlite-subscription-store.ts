@@ -4,7 +4,7 @@
  * event log's. The secret is stored as given, because every delivery signs with it.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { openSqlite } from '../../storage/sqlite.ts';
+import { SqliteHandle } from '../../storage/sqlite.ts';
 import type { Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 const SCHEMA = `
@@ -49,57 +49,46 @@ interface Statements {
 
 /** A `SubscriptionStore` in one SQLite file (or `:memory:`). */
 export class SqliteSubscriptionStore implements SubscriptionStore {
-  readonly #path: string;
-  #db: DatabaseSync | undefined;
-  #sql: Statements | undefined;
+  readonly #sqlite: SqliteHandle<Statements>;
 
   /** @param path the database file (shared with the event log), or `:memory:`. */
   constructor(path: string) {
-    this.#path = path;
+    this.#sqlite = new SqliteHandle('SqliteSubscriptionStore', path, { schema: SCHEMA, prepare });
   }
 
   async open(): Promise<void> {
-    if (this.#db) return;
-    const db = openSqlite(this.#path);
-    try {
-      db.exec(SCHEMA);
-      this.#sql = prepare(db);
-    } catch (err) {
-      db.close();
-      throw err;
-    }
-    this.#db = db;
+    this.#sqlite.open();
   }
 
   async create(s: Subscription): Promise<void> {
-    this.#statements().insert.run(
+    this.#sqlite.statements.insert.run(
       s.id, s.principal, s.serviceId ?? null, s.url, s.secret ?? null, s.types ? JSON.stringify(s.types) : null, s.status, s.createdAt, s.afterPosition,
     );
   }
 
   async get(id: string): Promise<Subscription | undefined> {
-    const row = this.#statements().get.get(id) as unknown as Row | undefined;
+    const row = this.#sqlite.statements.get.get(id) as unknown as Row | undefined;
     return row && fromRow(row);
   }
 
   async listByPrincipal(principal: string): Promise<Subscription[]> {
-    return (this.#statements().byPrincipal.all(principal) as unknown as Row[]).map(fromRow);
+    return (this.#sqlite.statements.byPrincipal.all(principal) as unknown as Row[]).map(fromRow);
   }
 
   async listActive(): Promise<Subscription[]> {
-    return (this.#statements().active.all() as unknown as Row[]).map(fromRow);
+    return (this.#sqlite.statements.active.all() as unknown as Row[]).map(fromRow);
   }
 
   async setStatus(id: string, status: SubscriptionStatus): Promise<boolean> {
-    return Number(this.#statements().setStatus.run(status, id).changes) > 0;
+    return Number(this.#sqlite.statements.setStatus.run(status, id).changes) > 0;
   }
 
   async delete(id: string): Promise<boolean> {
-    return Number(this.#statements().delete.run(id).changes) > 0;
+    return Number(this.#sqlite.statements.delete.run(id).changes) > 0;
   }
 
   async deleteByService(serviceId: string): Promise<string[]> {
-    const sql = this.#statements();
+    const sql = this.#sqlite.statements;
     const ids = (sql.byService.all(serviceId) as Array<{ id: string }>).map((r) => r.id);
     sql.deleteByService.run(serviceId);
     return ids;
@@ -107,15 +96,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
 
   /** Closes the connection. Safe to call twice. */
   async close(): Promise<void> {
-    const db = this.#db;
-    this.#db = undefined;
-    this.#sql = undefined;
-    db?.close();
-  }
-
-  #statements(): Statements {
-    if (!this.#sql) throw new Error('SqliteSubscriptionStore is not open');
-    return this.#sql;
+    this.#sqlite.close();
   }
 }
 
