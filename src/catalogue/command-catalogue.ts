@@ -19,6 +19,7 @@ import { commandTypeOf } from '../mapping/names.ts';
 import { CatalogueRefresher } from './catalogue-refresher.ts';
 import { readProtoCatalogue, type ProtoCatalogueEntry } from './proto-catalogue-source.ts';
 import { SchemaCompiler, type DataValidator } from './schema-compiler.ts';
+import { replaceDeclared } from './declared-entries.ts';
 
 /** A command the gateway accepts, and the backend it goes to. */
 export interface CommandEntry {
@@ -189,10 +190,7 @@ export class CommandCatalogue {
 
   /** Installs a backend's new entries, releases the schemas no longer used, rebuilds the index. */
   #replace(backendId: string, loaded: Loaded[]): void {
-    const kept = new Set(loaded.map((l) => l.release));
-    for (const old of this.#declared.get(backendId) ?? []) if (!kept.has(old.release)) old.release();
-    if (loaded.length === 0 && !this.#options.backends.get(backendId)) this.#declared.delete(backendId);
-    else this.#declared.set(backendId, loaded);
+    replaceDeclared(this.#declared, backendId, loaded, this.#options.backends.get(backendId) !== undefined);
     this.#rebuild();
   }
 

@@ -18,6 +18,7 @@ import { ProtoError } from '../errors.ts';
 import { CatalogueRefresher } from './catalogue-refresher.ts';
 import { readProtoCatalogue, type ProtoCatalogueEntry } from './proto-catalogue-source.ts';
 import { SchemaCompiler, type DataValidator } from './schema-compiler.ts';
+import { replaceDeclared } from './declared-entries.ts';
 
 /** The document of `GET /queries/{schema}/{version}`. */
 export interface QueryDocument {
@@ -172,10 +173,7 @@ export class QueryCatalogue {
 
   /** Installs a backend's new entries, releases the schemas no longer used, rebuilds the index. */
   #replace(backendId: string, loaded: Loaded[]): void {
-    const kept = new Set(loaded.map((l) => l.release));
-    for (const old of this.#declared.get(backendId) ?? []) if (!kept.has(old.release)) old.release();
-    if (loaded.length === 0 && !this.#options.backends.get(backendId)) this.#declared.delete(backendId);
-    else this.#declared.set(backendId, loaded);
+    replaceDeclared(this.#declared, backendId, loaded, this.#options.backends.get(backendId) !== undefined);
     this.#rebuild();
   }
 
