@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { BackendConfig, ProtoBackendConfig } from '../config/types.ts';
 import { LegacyBackend } from './legacy-backend.ts';
 import { ProtoBackend } from './proto-backend.ts';
+import { ProtoError } from '../errors.ts';
 
 /** A backend of either kind. */
 export type Backend = ProtoBackend | LegacyBackend;
@@ -50,6 +51,13 @@ export class BackendDirectory {
   /** The backend with this id, or undefined. */
   get(id: string): Backend | undefined {
     return this.#byId.get(id);
+  }
+
+  /** The backend with this id; throws 404 `SERVICE_NOT_FOUND` for an unknown one (the `/services/{id}/…` routes). */
+  require(id: string): Backend {
+    const backend = this.#byId.get(id);
+    if (!backend) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${id}"`, { serviceId: id });
+    return backend;
   }
 
   /** Every backend: the configured ones in configuration order, then the runtime ones by registration. */

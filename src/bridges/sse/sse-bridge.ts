@@ -10,7 +10,6 @@
 import type { Logger } from 'pino';
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { SseConfig } from '../../config/types.ts';
-import { ProtoError } from '../../errors.ts';
 import type { EventFilter } from '../../log/EventLog.ts';
 import type { SseMetrics } from '../../metrics/sse.ts';
 import { text } from '../../http/params.ts';
@@ -41,10 +40,7 @@ export function sseBridge(options: SseBridgeOptions): SseBridge {
     hub.open({ res: ctx.res, principal: ctx.principal === ANONYMOUS ? undefined : ctx.principal.id, filter: streamFilter(ctx.query, backend), lastEventId: lastEventIdOf(ctx) });
     return undefined;
   };
-  const service = (ctx: RequestContext): string => {
-    if (!options.backends.get(ctx.params.id)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
-    return ctx.params.id;
-  };
+  const service = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
   return {
     hub,
     routes: [

@@ -3,8 +3,7 @@
  * (PROTOCOL-NOTES.md, Input limits). Every refusal is a 400 `INVALID_PARAMETER` naming the field.
  * Fields the protocol does not define are ignored. The URL's safety is the SSRF guard's job.
  */
-import { ProtoError } from '../../errors.ts';
-import { PASCAL_CASE } from '../../log/cloud-event-rules.ts';
+import { invalidField, objectField, stringField, typeListField } from '../../body-fields.ts';
 
 /** Longest `webhook.url`, characters. */
 export const MAX_URL_LENGTH = 2048;
@@ -27,45 +26,18 @@ export interface SubscriptionRequest {
 
 /** Checks a parsed JSON body; throws `INVALID_PARAMETER` on the first bad field. */
 export function parseSubscriptionRequest(body: unknown): SubscriptionRequest {
-  const root = object(body, 'body');
-  const webhook = object(root.webhook, 'webhook');
-  const request: SubscriptionRequest = { url: string(webhook.url, 'webhook.url', MAX_URL_LENGTH) };
-  if (webhook.secret !== undefined) request.secret = string(webhook.secret, 'webhook.secret', MAX_SECRET_LENGTH);
-  if (root.serviceId !== undefined) request.serviceId = string(root.serviceId, 'serviceId', MAX_NAME_LENGTH);
+  const root = objectField(body, 'body');
+  const webhook = objectField(root.webhook, 'webhook');
+  const request: SubscriptionRequest = { url: stringField(webhook.url, 'webhook.url', MAX_URL_LENGTH) };
+  if (webhook.secret !== undefined) request.secret = stringField(webhook.secret, 'webhook.secret', MAX_SECRET_LENGTH);
+  if (root.serviceId !== undefined) request.serviceId = stringField(root.serviceId, 'serviceId', MAX_NAME_LENGTH);
   if (root.filter !== undefined) {
-    const types = object(root.filter, 'filter').types;
-    if (types !== undefined) request.types = eventTypes(types);
+    const types = objectField(root.filter, 'filter').types;
+    if (types !== undefined) request.types = typeListField(types, 'filter.types', MAX_FILTER_TYPES, MAX_NAME_LENGTH);
   }
   return request;
 }
 
-function eventTypes(value: unknown): string[] {
-  if (!Array.isArray(value) || value.length > MAX_FILTER_TYPES) {
-    throw invalid('filter.types', `must be an array of at most ${MAX_FILTER_TYPES} event types`);
-  }
-  return [
-    ...new Set(
-      value.map((type, i) => {
-        const text = string(type, `filter.types[${i}]`, MAX_NAME_LENGTH);
-        if (!PASCAL_CASE.test(text)) throw invalid(`filter.types[${i}]`, 'must be a CloudEvent type in PascalCase, e.g. OrderPlacedV1');
-        return text;
-      }),
-    ),
-  ];
-}
 
-function object(value: unknown, name: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid(name, 'must be an object');
-  return value as Record<string, unknown>;
-}
 
-function string(value: unknown, name: string, maxLength: number): string {
-  if (typeof value !== 'string' || value === '' || value.length > maxLength) {
-    throw invalid(name, `must be a non-empty string of at most ${maxLength} characters`);
-  }
-  return value;
-}
 
-function invalid(parameter: string, rule: string): ProtoError {
-  return new ProtoError('INVALID_PARAMETER', `${parameter} ${rule}`, { parameter });
-}

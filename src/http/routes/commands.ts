@@ -7,7 +7,6 @@
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
-import { ProtoError } from '../../errors.ts';
 import type { Reply, RequestContext, Route } from '../route.ts';
 
 /** What the routes need. */
@@ -20,10 +19,7 @@ export interface CommandRoutesOptions {
 /** The routes of the commands capability. */
 export function commandRoutes(options: CommandRoutesOptions): Route[] {
   const { catalogue, ingestion } = options;
-  const scoped = (ctx: RequestContext): string => {
-    if (!options.backends.get(ctx.params.id)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
-    return ctx.params.id;
-  };
+  const scoped = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
   const list = (backendId?: string): Reply => ({ status: 200, body: { commands: catalogue.list(backendId) } });
   const schema = (ctx: RequestContext, backendId?: string): Reply => ({
     status: 200,

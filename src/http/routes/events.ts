@@ -6,7 +6,6 @@
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { EventsConfig } from '../../config/types.ts';
-import { ProtoError } from '../../errors.ts';
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory } from '../../log/history.ts';
 import { isoTime, positiveInteger, text } from '../params.ts';
@@ -30,10 +29,7 @@ export function eventRoutes(options: EventRoutesOptions): Route[] {
     const correlationAliases = filter.correlationId === undefined ? undefined : await options.correlationAliases?.aliasesOf(filter.correlationId);
     return { status: 200, body: await readHistory(options.log, options.events.pageSize, { filter, limit, after, correlationAliases }) };
   };
-  const scoped = (ctx: RequestContext) => {
-    if (!options.backends.get(ctx.params.id)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
-    return ctx.params.id;
-  };
+  const scoped = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
   const schema = async (ctx: RequestContext, backend?: string) => ({
     status: 200,
     body: await options.catalogue.schema(ctx.params.schema, ctx.params.version, backend),

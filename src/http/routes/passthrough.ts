@@ -75,8 +75,7 @@ export function passThroughRoutes(options: PassThroughOptions): Route[] {
 type Proxy = ReturnType<typeof createProxyServer<typeof IncomingMessage, typeof ServerResponse, Error>>;
 
 function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy, inFlight: WeakMap<IncomingMessage, InFlight>): undefined {
-  const backend = options.backends.get(ctx.params.id);
-  if (!backend) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
+  const backend = options.backends.require(ctx.params.id);
   if (backend.kind !== 'proto') throw new ProtoError('NOT_FOUND', `no resource at ${new URL(ctx.req.url ?? '/', 'http://x').pathname}`);
   const declared = Number(ctx.req.headers['content-length']);
   if (declared > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);

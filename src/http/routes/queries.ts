@@ -6,7 +6,6 @@
  */
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { QueryCatalogue } from '../../catalogue/query-catalogue.ts';
-import { ProtoError } from '../../errors.ts';
 import type { QueryRunner } from '../../queries/query-runner.ts';
 import type { Reply, RequestContext, Route } from '../route.ts';
 
@@ -20,10 +19,7 @@ export interface QueryRoutesOptions {
 /** The routes of the queries capability. */
 export function queryRoutes(options: QueryRoutesOptions): Route[] {
   const { catalogue, runner } = options;
-  const scoped = (ctx: RequestContext): string => {
-    if (!options.backends.get(ctx.params.id)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${ctx.params.id}"`);
-    return ctx.params.id;
-  };
+  const scoped = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
   const list = (backendId?: string): Reply => ({ status: 200, body: { queries: catalogue.list(backendId) } });
   const document = (ctx: RequestContext, backendId?: string): Reply => ({ status: 200, body: catalogue.document(ctx.params.schema, ctx.params.version, backendId) });
   const run = async (ctx: RequestContext, backendId?: string): Promise<Reply> => {
