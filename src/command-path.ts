@@ -14,7 +14,7 @@ import { CommandCatalogue } from './catalogue/command-catalogue.ts';
 import type { CommandStore } from './commands/CommandStore.ts';
 import type { CommandDelivery } from './commands/delivery.ts';
 import { Dispatcher } from './commands/dispatcher.ts';
-import { createIngestion } from './commands/ingestion.ts';
+import { createIngestion, type CommandIngestion } from './commands/ingestion.ts';
 import { openCommandStore } from './commands/open-store.ts';
 import { RateLimiter } from './commands/rate-limit.ts';
 import type { GatewayConfig } from './config/types.ts';
@@ -45,6 +45,8 @@ export interface CommandPath {
   store: CommandStore;
   catalogue: CommandCatalogue;
   dispatcher: Dispatcher;
+  /** The one command pipeline (validation, idempotency, outbox) every front submits through: HTTP, gRPC, A2A, MCP. */
+  ingestion: CommandIngestion;
 }
 
 /** Opens the command store and builds the command path (nothing is delivered before `start()`). */
@@ -83,6 +85,7 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     store,
     catalogue,
     dispatcher,
+    ingestion,
   };
 }
 
