@@ -1,0 +1,61 @@
+/**
+ * Connections to the Redis of `storage.driver: redis`, shared by every Redis store (event log,
+ * command store, subscriptions, delivery queue, registry, tasks) and the live fan-out. One place
+ * decides how a connection behaves when Redis is away, so every store fails the same way:
+ *
+ * - commands issued while disconnected fail at once (no offline queue): a caller gets an error it
+ *   turns into a 503, never a hang and never a 201 for a write that did not happen;
+ * - the client reconnects by itself with a capped backoff, so the stores resume when Redis returns;
+ * - a blocking reader (`XREAD BLOCK`) gets a connection of its own (`purpose: 'blocking'`), because a
+ *   blocked connection cannot serve other commands.
+ *
+ * Keys are not prefixed here: each store builds its keys from `storage.prefix` itself, because
+ * Lua scripts receive key names as arguments and must see the same names as the client.
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import type { StorageConfig } from '../config/types.ts';
+
+/** The longest wait between two reconnection attempts, in ms. */
+const MAX_RECONNECT_DELAY_MS = 2_000;
+
+/** What a connection is used for: `commands` (request/response) or `blocking` (a dedicated `XREAD BLOCK` reader). */
+export type RedisPurpose = 'commands' | 'blocking';
+
+/**
+ * Opens a connection to `storage.url` (whatever ioredis accepts: `redis://`, `rediss://` for TLS,
+ * a password and a database number in the URL) and waits until it is ready. Throws when Redis does
+ * not answer within `connectTimeoutMs` (default 5 s), so a gateway that cannot reach its store does
+ * not start.
+ */
+export async function connectRedis(storage: StorageConfig, purpose: RedisPurpose, extra: RedisOptions = {}): Promise<Redis> {
+  const client = new Redis(storage.url, {
+    connectionName: `proto-gateway:${purpose}`,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    // A command in flight when the connection drops fails instead of being retried on the next one:
+    // the caller decides (a 503 for a request, a retry for a background loop).
+    maxRetriesPerRequest: purpose === 'blocking' ? null : 1,
+    retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 6), MAX_RECONNECT_DELAY_MS),
+    connectTimeout: 5_000,
+    ...extra,
+  });
+  // Without a listener an 'error' event would be thrown; the stores observe errors through their commands.
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    client.disconnect();
+    throw err;
+  }
+  return client;
+}
+
+/** Closes a connection: QUIT when connected (pending replies arrive first), else a plain disconnect. Safe twice. */
+export async function closeRedis(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  if (client.status === 'ready') {
+    await client.quit().catch(() => client.disconnect());
+  } else {
+    client.disconnect();
+  }
+}
