@@ -95,14 +95,22 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     logger,
     metrics: httpMetrics(registry),
   });
-  const state = { ready: false };
-  // One deadline for the whole shutdown: the HTTP drain and the components share it.
+  const state = { ready: false, stopping: false };
+  // One deadline for the whole shutdown, shared by every step. Readiness turns 503 and new
+  // requests are refused at once, but the listener stays open until the end, so load balancers
+  // see "not ready" (not "connection refused") while streams end, requests in flight are
+  // answered and the components drain (dispatches in flight finish, webhook attempts go back to
+  // the queue). The stores close only after the last request that could use them.
   const close = once(async () => {
     const deadlineMs = Date.now() + config.server.shutdownTimeoutMs;
+    const left = (): number => Math.max(0, deadlineMs - Date.now());
     state.ready = false;
+    state.stopping = true;
+    http.refuse();
     await life.drain();
-    await http.close(Math.max(0, deadlineMs - Date.now()));
+    await http.settled(left());
     await life.close(deadlineMs);
+    await http.close(left());
     logger.info('stopped');
   });
   try {
@@ -131,7 +139,7 @@ interface AssembleInput {
   log: EventLog;
   life: Lifecycle;
   url: string;
-  state: { ready: boolean };
+  state: { ready: boolean; stopping: boolean };
 }
 
 /** The features, built from the configuration; each component joins `life` as soon as it exists. */
@@ -193,7 +201,7 @@ async function assemble(input: AssembleInput) {
     logger,
   });
   const routes: Route[] = [
-    ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (input.state.ready ? [] : ['starting']) }),
+    ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => notReady(input.state) }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
@@ -212,6 +220,12 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes };
+}
+
+/** Why the gateway is not ready (the `pending` of a 503 from `/readyz`): empty once it is. */
+function notReady(state: { ready: boolean; stopping: boolean }): string[] {
+  if (state.stopping) return ['shutdown'];
+  return state.ready ? [] : ['starting'];
 }
 
 function defaultRegistry(): Registry {
