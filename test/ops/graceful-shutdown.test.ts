@@ -2,14 +2,16 @@
  * Graceful shutdown end to end, on a spawned gateway process: on SIGTERM readiness turns 503, new
  * requests are refused with 503 NOT_READY while /healthz still answers, an open SSE stream ends
  * with a final `: shutdown` comment, a command dispatch in flight finishes (its result event is in
- * the log afterwards), and the process exits 0.
+ * the log afterwards), a webhook delivery in flight goes back to the queue (the next start delivers
+ * it), and the process exits 0.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../../src/log/sqlite.ts';
 import { ordersBackend, placeOrder, post, scriptedBackend, sendJson } from '../commands/support.ts';
+import { startReceiver } from '../bridges/webhooks/support.ts';
 import { closeAll, eventually, freePort, getJson, tempDir } from '../support/gateway.ts';
 import { spawnGateway } from '../support/process.ts';
 
@@ -78,4 +80,43 @@ ${ordersBackend(backend.url)}`);
       await log.close();
     }
   }, 120_000);
+
+  it('returns a webhook delivery in flight to the queue: the next start delivers it, under the same webhook-id', async () => {
+    const backend = await scriptedBackend((_req, res) => sendJson(res, 201, { id: 'ord-2' }));
+    let answering = false;
+    // The receiver holds every attempt until the gateway is gone; after the restart it answers 204.
+    const receiver = await startReceiver(() => ({ status: 204, delayMs: answering ? 0 : 60_000 }));
+    const dir = tempDir();
+    const port = await freePort();
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(file, `server: { host: 127.0.0.1, port: ${port}, shutdownTimeout: 10s }
+storage: { driver: sqlite, path: ./gateway.db }
+webhooks: { allowHttp: true, allowPrivateNetworks: [127.0.0.0/8], timeout: 120s }
+backends:
+${ordersBackend(backend.url)}`);
+    const base = `http://127.0.0.1:${port}/`;
+    const first = spawnGateway(file);
+    await eventually(async () => (await fetch(`${base}readyz`)).status === 200, 60_000, 100);
+    const subscription = await post(`${base}subscriptions`, { webhook: { url: `http://127.0.0.1:${receiver.port}/hook` }, filter: { types: ['OrderPlacedV1'] } });
+    expect(subscription.status).toBe(201);
+    expect((await post(`${base}commands`, placeOrder())).status).toBe(201);
+    await eventually(() => receiver.requests.length === 1, 30_000);
+
+    first.signal('SIGTERM');
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+
+    answering = true;
+    const second = spawnGateway(file);
+    await eventually(async () => (await fetch(`${base}readyz`)).status === 200, 60_000, 100);
+    const succeeded = await eventually(async () => {
+      const list = (await getJson(`${base}subscriptions/${subscription.body.id}/deliveries?status=succeeded`)).body.deliveries;
+      return list.length === 1 ? list : undefined;
+    }, 30_000);
+    expect(succeeded).toHaveLength(1);
+    const ids = new Set(receiver.requests.map((r) => (r.headers as IncomingHttpHeaders)['webhook-id']));
+    expect(receiver.requests.length).toBe(2);
+    expect(ids.size).toBe(1);
+    second.signal('SIGTERM');
+    expect(await second.exited).toEqual({ code: 0, signal: null });
+  }, 180_000);
 });
