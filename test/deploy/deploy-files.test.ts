@@ -123,7 +123,8 @@ describe('deploy files', () => {
     expect(container.volumeMounts).toContainEqual(expect.objectContaining({ name: configVolume.name, mountPath: '/etc/proto-gateway' }));
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     // The kubelet waits longer than the gateway's own shutdown deadline before SIGKILL.
-    expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(config.server.shutdownTimeoutMs);
+    const preStopSeconds = Number(container.lifecycle?.preStop?.exec?.command?.[0] === 'sleep' ? container.lifecycle.preStop.exec.command[1] : 0);
+    expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(preStopSeconds * 1000 + config.server.shutdownTimeoutMs);
     const labels = deployment.spec.template.metadata.labels;
     expect(objects.get('Service').spec.selector).toEqual(labels);
     expect(objects.get('PodDisruptionBudget').spec.selector.matchLabels).toEqual(labels);
