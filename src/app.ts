@@ -167,8 +167,6 @@ async function assemble(input: AssembleInput) {
   life.add(queries.catalogue);
   const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) }));
   life.add(new Pruner(log, config.events.retention, logger));
-  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger });
-  life.add(sse.hub);
   const registryStore = await openRegistryStore(config.storage);
   life.add({ close: () => registryStore.close() });
   const webhooks = life.add(new WebhookBridge({
@@ -184,6 +182,8 @@ async function assemble(input: AssembleInput) {
     config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
   });
   for (const component of commands.components) life.add(component);
+  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
+  life.add(sse.hub);
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
