@@ -26,13 +26,14 @@ import { PublicManifest } from './manifest/public-manifest.ts';
 import { backendMetrics } from './metrics/backends.ts';
 import { httpMetrics } from './metrics/http.ts';
 import { ingestMetrics } from './metrics/ingest.ts';
-import { logMetrics } from './metrics/log.ts';
+import { logMetrics, retentionHeldBack } from './metrics/log.ts';
 import { sseMetrics } from './metrics/sse.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { GATEWAY_VERSION } from './version.ts';
 import { createCommandPath } from './command-path.ts';
 import { SsrfGuard, type Resolver } from './bridges/webhooks/ssrf-guard.ts';
 import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
+import { fanOutReader } from './bridges/webhooks/fan-out.ts';
 import { subscriptionRoutes } from './http/routes/subscriptions.ts';
 import { webhookMetrics } from './metrics/webhooks.ts';
 import { createQueryPath } from './query-path.ts';
@@ -166,7 +167,6 @@ async function assemble(input: AssembleInput) {
   });
   life.add(queries.catalogue);
   const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) }));
-  life.add(new Pruner(log, config.events.retention, logger));
   const registryStore = await openRegistryStore(config.storage);
   life.add({ close: () => registryStore.close() });
   const webhooks = life.add(new WebhookBridge({
@@ -178,6 +178,8 @@ async function assemble(input: AssembleInput) {
     isKnownService: (id): boolean => services.isKnown(id),
     resolver: options.resolver,
   }));
+  // After the webhooks: retention never passes the fan-out's durable position.
+  life.add(new Pruner(log, config.events.retention, logger, { readers: [fanOutReader(log)], onHeldBack: retentionHeldBack(registry) }));
   const commands = await createCommandPath({
     config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
   });
