@@ -5,6 +5,7 @@
 import pino, { type Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { BackendDirectory } from './backends/directory.ts';
+import { pinnedConnections } from './backends/pinned-connections.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { createAuthenticator, credentialCarriers } from './http/auth.ts';
 import { createCors } from './http/cors.ts';
@@ -147,7 +148,17 @@ interface AssembleInput {
 async function assemble(input: AssembleInput) {
   const { config, options, logger, registry, log, life } = input;
   const publicUrl = config.server.publicUrl ?? input.url;
-  const backends = new BackendDirectory(config.backends, publicUrl, logger);
+  // One guard for runtime-registered services: checked at registration, and pinned at every connect.
+  const registryGuard = new SsrfGuard({
+    allowHttp: true,
+    allowPublic: false,
+    allowPrivateNetworks: config.registry.allowNetworks,
+    resolver: options.resolver,
+    refusal: { code: 'SERVICE_ENDPOINT_REJECTED', field: 'endpoint' },
+  });
+  const runtimeConnections = pinnedConnections(registryGuard);
+  life.add({ close: () => runtimeConnections.close() });
+  const backends = new BackendDirectory(config.backends, publicUrl, logger, runtimeConnections);
   // Started by startGateway itself, after runtime services are restored; closed here.
   life.add({ close: () => backends.close() });
   backendMetrics(registry, backends);
@@ -189,13 +200,7 @@ async function assemble(input: AssembleInput) {
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
-    guard: new SsrfGuard({
-      allowHttp: true,
-      allowPublic: false,
-      allowPrivateNetworks: config.registry.allowNetworks,
-      resolver: options.resolver,
-      refusal: { code: 'SERVICE_ENDPOINT_REJECTED', field: 'endpoint' },
-    }),
+    guard: registryGuard,
     accepts: (id) => commands.catalogue.typesOf(id),
     produces: (id) => catalogue.typesOf(id),
     onRemoved: (id): Promise<string[]> => webhooks.subscriptions.deleteByService(id),
