@@ -244,6 +244,18 @@ describe('problems are reported at their line and column', () => {
     expect(where(await problemsOf('backends:\n  - id: pay\n    kind: proto\n'))).toEqual([[2, 5, 'backends[0]: missing required key "url"']]);
   });
 
+  it('records[].types missing: the message says why it is required and shows the form', async () => {
+    const text = legacyBackend(`    records:
+      - path: /orders
+        event:
+          type: OrderCreatedV1
+          id: "{id}"
+`);
+    const [problem] = await problemsOf(text);
+    expect(problem.message).toMatch(/^backends\[0\]\.records\[0\]: missing required key "types": the event catalogue .* is built from it/);
+    expect(problem.message).toContain('types: [OrderCreatedV1, OrderShippedV1]');
+  });
+
   it('a bad backend id and url', async () => {
     const text = 'backends:\n  - id: Pay_1\n    kind: proto\n    url: ftp://x\n';
     expect(where(await problemsOf(text))).toEqual([
