@@ -118,6 +118,8 @@ describe('defaults', () => {
       retry: { scheduleMs: ['5s', '5m', '30m', '2h', '5h', '10h', '14h', '20h', '24h'].map(parseDuration) },
       timeoutMs: 15_000,
       concurrency: 64,
+      maxSubscriptionsPerPrincipal: 100,
+      maxSubscriptions: 10_000,
     });
     expect(config.registry).toEqual({ allowNetworks: [] });
     expect(config.a2a).toEqual({ enabled: true, settleMs: 2000, timeoutMs: 60_000 });

@@ -98,6 +98,7 @@ export class WebhookBridge {
       log: options.log,
       isKnownService: options.isKnownService,
       onDeleted: (id) => this.#dispatcher.abortSubscription(id),
+      limits: { perPrincipal: options.config.maxSubscriptionsPerPrincipal, total: options.config.maxSubscriptions },
     });
     metrics.trackQueue(() => this.#queue.counts());
   }
