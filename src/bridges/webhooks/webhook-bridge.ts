@@ -18,6 +18,7 @@ import { DeliveryDispatcher, type DeliveryPoster } from './delivery-dispatcher.t
 import { WebhookFanOut } from './fan-out.ts';
 import { MemoryDeliveryQueue } from './memory-delivery-queue.ts';
 import { MemorySubscriptionStore } from './memory-subscription-store.ts';
+import { decodeSecretKey, SealedSubscriptionStore, SecretBox } from './secret-box.ts';
 import { SqliteDeliveryQueue } from './sqlite-delivery-queue.ts';
 import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
 import { SsrfGuard, type Resolver } from './ssrf-guard.ts';
@@ -65,7 +66,7 @@ export class WebhookBridge {
     const { config, metrics, logger } = options;
     const sqlite = options.storage.driver === 'sqlite';
     this.#logger = logger;
-    this.#store = sqlite ? new SqliteSubscriptionStore(options.storage.path) : new MemorySubscriptionStore();
+    this.#store = sealedStore(sqlite ? new SqliteSubscriptionStore(options.storage.path) : new MemorySubscriptionStore(), config, logger);
     this.#queue = sqlite ? new SqliteDeliveryQueue(options.storage.path) : new MemoryDeliveryQueue();
     const guard = new SsrfGuard({
       allowHttp: config.allowHttp,
@@ -142,4 +143,16 @@ export class WebhookBridge {
       this.#logger.error({ err }, 'webhook delivery purge failed');
     }
   }
+}
+
+/**
+ * The store behind a `SealedSubscriptionStore` when `webhooks.secretKey` is set; without it the
+ * store itself, and a warning that secrets are kept in plain text.
+ */
+function sealedStore(store: SubscriptionStore, config: WebhooksConfig, logger: Logger): SubscriptionStore {
+  if (config.secretKey === undefined) {
+    logger.warn('webhooks.secretKey is not set: webhook secrets are stored in plain text (set it to 32 random bytes in base64 to encrypt them)');
+    return store;
+  }
+  return new SealedSubscriptionStore(store, new SecretBox(decodeSecretKey(config.secretKey), config.previousSecretKeys.map(decodeSecretKey)));
 }
