@@ -30,6 +30,7 @@ import { ingestMetrics } from './metrics/ingest.ts';
 import { logMetrics, retentionHeldBack } from './metrics/log.ts';
 import { sseMetrics } from './metrics/sse.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
+import { LiveTail } from './bridges/live-tail/live-tail.ts';
 import { GATEWAY_VERSION } from './version.ts';
 import { createCommandPath } from './command-path.ts';
 import { SsrfGuard, type Resolver } from './bridges/webhooks/ssrf-guard.ts';
@@ -195,7 +196,10 @@ async function assemble(input: AssembleInput) {
     config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
   });
   for (const component of commands.components) life.add(component);
-  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
+  // One live tail feeds every push transport; it follows the correlation aliases the dispatcher learns.
+  const tail = life.add(new LiveTail({ source: log, logger }));
+  commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
+  const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
   const services = new ServiceRegistry({
     backends,

@@ -14,18 +14,21 @@ import type { EventFilter } from '../../log/EventLog.ts';
 import type { SseMetrics } from '../../metrics/sse.ts';
 import { text } from '../../http/params.ts';
 import type { RequestContext, Route } from '../../http/route.ts';
-import { SseHub, type StreamSource } from './sse-hub.ts';
+import { SseHub } from './sse-hub.ts';
+import type { LiveTail } from '../live-tail/live-tail.ts';
+import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
 import { ANONYMOUS } from '../../http/auth.ts';
 
 /** What the bridge is built from, at boot. */
 export interface SseBridgeOptions {
   config: SseConfig;
-  source: StreamSource;
+  /** The live tail the streams subscribe to. */
+  tail: LiveTail;
   backends: BackendDirectory;
   metrics: SseMetrics;
   logger: Logger;
-  /** The backends' own ids of commands: a `correlationId` stream also matches them (and those learnt while it is open). */
-  correlationAliases?: { aliasesOf(id: string): Promise<string[]>; watch(watcher: (id: string, alias: string) => void): () => void };
+  /** The backends' own ids of commands: a `correlationId` stream also matches them (the tail adds those learnt while it is open). */
+  correlationAliases?: AliasSource;
 }
 
 /** The bridge: its hub (a component to start and close) and its routes. */
@@ -36,14 +39,10 @@ export interface SseBridge {
 
 /** Builds the hub and the two stream routes. */
 export function sseBridge(options: SseBridgeOptions): SseBridge {
-  const hub = new SseHub({ source: options.source, config: options.config, metrics: options.metrics, logger: options.logger });
-  const aliases = options.correlationAliases;
-  aliases?.watch((id, alias) => hub.addAlias(id, alias));
+  const hub = new SseHub({ tail: options.tail, config: options.config, metrics: options.metrics, logger: options.logger });
   const stream = async (ctx: RequestContext, backend?: string): Promise<undefined> => {
     if (ctx.req.method === 'HEAD') return void headOnly(ctx);
-    let filter = streamFilter(ctx.query, backend);
-    const aliasesFor = aliases ? filter.correlationId : undefined;
-    if (aliasesFor !== undefined) filter = await withAliases(filter, aliasesFor, aliases!);
+    const { filter, aliasesFor } = await followAliases(streamFilter(ctx.query, backend), options.correlationAliases);
     hub.open({ res: ctx.res, principal: ctx.principal === ANONYMOUS ? undefined : ctx.principal.id, filter, lastEventId: lastEventIdOf(ctx), aliasesFor });
     return undefined;
   };
@@ -68,13 +67,6 @@ export function streamFilter(query: URLSearchParams, backend?: string): EventFil
   if (correlationId !== undefined) filter.correlationId = correlationId;
   if (backend !== undefined) filter.backend = backend;
   return filter;
-}
-
-/** The filter with `correlationId` widened to the command's aliases known now (the hub adds later ones). */
-async function withAliases(filter: EventFilter, id: string, aliases: { aliasesOf(id: string): Promise<string[]> }): Promise<EventFilter> {
-  const { correlationId: _id, ...rest } = filter;
-  const known = (await aliases.aliasesOf(id)).filter((alias) => alias !== id);
-  return { ...rest, correlationIds: [id, ...known] };
 }
 
 /** The id to resume after: the header a reconnecting EventSource sends wins over the query parameter. */

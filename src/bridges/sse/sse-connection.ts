@@ -7,22 +7,11 @@
  * It knows bytes, not events: what to send, and when, is the subscriber's business.
  */
 import type { ServerResponse } from 'node:http';
-import { KEEPALIVE_FRAME, SHUTDOWN_FRAME, retryFrame } from './sse-frame.ts';
+import type { TailEndReason, TailWriter } from '../live-tail/tail-subscriber.ts';
+import { KEEPALIVE_FRAME, RESET_FRAME, SHUTDOWN_FRAME, retryFrame } from './sse-frame.ts';
 
 /** Why a stream ended. */
-export type CloseReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error';
-
-/** What a subscriber writes to: the contract `SseConnection` fulfils (and a fake in unit tests). */
-export interface StreamWriter {
-  /** True once the stream has ended. */
-  readonly closed: boolean;
-  /** Writes a frame now, or drops the client as a slow consumer; false when closed. */
-  send(frame: Buffer): boolean;
-  /** Writes a frame and waits for the client to read it when it must; false when closed. */
-  sendPaced(frame: Buffer): Promise<boolean>;
-  /** Ends the stream; idempotent. */
-  close(reason: CloseReason): void;
-}
+export type CloseReason = TailEndReason;
 
 /** Options of `SseConnection`. */
 export interface SseConnectionOptions {
@@ -44,7 +33,7 @@ const STREAM_HEADERS = {
 };
 
 /** A stream's writing end. `close()` is idempotent. */
-export class SseConnection implements StreamWriter {
+export class SseConnection implements TailWriter<Buffer> {
   readonly #res: ServerResponse;
   readonly #options: SseConnectionOptions;
   #keepalive: NodeJS.Timeout | undefined;
@@ -89,6 +78,11 @@ export class SseConnection implements StreamWriter {
     }
     this.#write(frame);
     return true;
+  }
+
+  /** Tells the client its `Last-Event-ID` is no longer in the log: a `: reset` comment. */
+  reset(): void {
+    this.send(RESET_FRAME);
   }
 
   /**

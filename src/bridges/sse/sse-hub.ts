@@ -1,7 +1,7 @@
 /**
- * The SSE hub: the registry of open streams, their limits, and the one live subscription to the
- * event source that fans every appended event out to them (the shape of mercure's hub). Each
- * event's filter keys and frame are computed once per append, not once per stream.
+ * The SSE hub: the registry of open streams and their limits (the shape of mercure's hub). Events
+ * reach the streams through the live tail (`bridges/live-tail/`), which computes each event's
+ * filter keys and SSE frame once per append, not once per stream.
  *
  * Limits (`sse.maxConnections` overall, `sse.maxConnectionsPerPrincipal` per authenticated caller;
  * without authentication every client is the same anonymous caller, so only the overall limit
@@ -12,22 +12,20 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { SseConfig } from '../../config/types.ts';
 import { ProtoError } from '../../errors.ts';
-import { MAX_CORRELATION_IDS, type EventFilter, type EventLog, type StoredEvent } from '../../log/EventLog.ts';
-import { eventKeys } from '../../log/event-query.ts';
+import type { EventFilter } from '../../log/EventLog.ts';
 import type { SseMetrics } from '../../metrics/sse.ts';
+import type { LiveTail } from '../live-tail/live-tail.ts';
+import type { TailEncoding } from '../live-tail/tail-event.ts';
 import { SseConnection, type CloseReason } from './sse-connection.ts';
 import { eventFrame } from './sse-frame.ts';
-import { SseSubscriber, type OutgoingEvent } from './sse-subscriber.ts';
 
-/**
- * Where streams get their events (the hub's transport): live appends, keyset pages and id lookup.
- * The event log is one; a store that fans out across replicas (Redis) is another.
- */
-export type StreamSource = Pick<EventLog, 'subscribe' | 'query' | 'positionOf'>;
+/** SSE frames: the bytes of `eventFrame`, encoded once per event for every stream. */
+export const SSE_ENCODING: TailEncoding<Buffer> = { encode: eventFrame, size: (frame) => frame.length };
 
 /** Options of `SseHub`. */
 export interface SseHubOptions {
-  source: StreamSource;
+  /** The live tail every stream subscribes to. */
+  tail: LiveTail;
   config: SseConfig;
   metrics: SseMetrics;
   logger: Logger;
@@ -41,33 +39,24 @@ export interface StreamRequest {
   filter: EventFilter;
   /** From `Last-Event-ID` or `lastEventId`: replay the events after it. */
   lastEventId?: string;
-  /**
-   * The command id whose correlation aliases the stream follows (`filter.correlationIds` holds it and
-   * the aliases known at open; `addAlias` appends the ones learnt later).
-   */
+  /** The command id whose correlation aliases the stream follows (`filter.correlationIds` holds it and the known aliases). */
   aliasesFor?: string;
 }
 
 /** One open stream in the registry. */
 interface OpenStream {
   principal?: string;
-  filter: EventFilter;
-  aliasesFor?: string;
   connection: SseConnection;
-  subscriber: SseSubscriber;
 }
 
-/** The registry and fan-out of SSE streams. A component: `drain()`/`close()` end every stream. */
+/** The registry of SSE streams and their limits; the live tail feeds them. A component: `drain()`/`close()` end every stream. */
 export class SseHub {
   readonly #options: SseHubOptions;
   readonly #streams = new Set<OpenStream>();
   readonly #perPrincipal = new Map<string, number>();
-  /** Open streams by the command id whose aliases they follow. */
-  readonly #byCommand = new Map<string, Set<OpenStream>>();
-  #unsubscribe: (() => void) | undefined;
   #closed = false;
 
-  /** A hub with no streams; it subscribes to the source when the first stream opens. */
+  /** A hub with no streams. */
   constructor(options: SseHubOptions) {
     this.#options = options;
   }
@@ -79,30 +68,34 @@ export class SseHub {
 
   /**
    * Opens a stream on `request.res`: checks the limits (throws 429 `TOO_MANY_STREAMS`, or 503
-   * `NOT_READY` while shutting down, before writing anything), registers it with the live
-   * fan-out, flushes the headers, then replays in the background when a `lastEventId` is given.
+   * `NOT_READY` while shutting down, before writing anything), attaches it to the live tail, flushes
+   * the headers; the tail replays in the background when a `lastEventId` is given.
    */
   open(request: StreamRequest): void {
     this.#admit(request.principal);
-    this.#subscribeToSource();
-    const { connection, subscriber } = this.#register(request);
-    connection.open();
-    if (request.lastEventId === undefined) return;
-    subscriber.replay(request.lastEventId).catch((err: unknown) => {
-      this.#options.logger.warn({ err }, 'sse replay failed');
-      connection.close('error');
+    const { config, metrics, tail } = this.#options;
+    const stream: OpenStream = { principal: request.principal } as OpenStream;
+    let detach = (): void => {};
+    stream.connection = new SseConnection(request.res, {
+      keepaliveMs: config.keepaliveMs,
+      maxBufferedBytes: config.maxBufferedBytes,
+      onClose: (reason) => {
+        detach();
+        this.#release(stream, reason);
+      },
     });
-  }
-
-  /**
-   * `alias` now also correlates command `id` (the dispatcher learnt the backend's own id): every open
-   * stream following `id` matches it from now on, so `closeOnTerminal` ends on the backend's terminal event.
-   */
-  addAlias(id: string, alias: string): void {
-    for (const stream of this.#byCommand.get(id) ?? []) {
-      const ids = stream.filter.correlationIds;
-      if (ids && !ids.includes(alias) && ids.length < MAX_CORRELATION_IDS) ids.push(alias);
-    }
+    this.#register(stream);
+    ({ detach } = tail.attach({
+      connection: stream.connection,
+      encoding: SSE_ENCODING,
+      filter: request.filter,
+      closeOnTerminal: config.closeOnTerminal,
+      maxHeldBytes: config.maxBufferedBytes,
+      metrics,
+      afterId: request.lastEventId,
+      aliasesFor: request.aliasesFor,
+    }));
+    stream.connection.open();
   }
 
   /** Ends every stream now (shutdown begins; the HTTP drain need not wait for them). */
@@ -110,18 +103,16 @@ export class SseHub {
     this.close();
   }
 
-  /** Ends every stream and leaves the source. Idempotent. */
+  /** Ends every stream with a final `: shutdown` comment. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#unsubscribe?.();
-    this.#unsubscribe = undefined;
     for (const stream of [...this.#streams]) stream.connection.close('shutdown');
   }
 
   #admit(principal: string | undefined): void {
     const { maxConnections, maxConnectionsPerPrincipal } = this.#options.config;
-    if (this.#closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
+    if (this.#closed || this.#options.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
     if (this.#streams.size >= maxConnections) {
       throw new ProtoError('TOO_MANY_STREAMS', `the gateway serves at most ${maxConnections} streams`, { limit: 'maxConnections', max: maxConnections });
     }
@@ -133,27 +124,10 @@ export class SseHub {
     }
   }
 
-  /** Creates the stream's connection and subscriber and adds it to the registry (synchronously: subscribe first). */
-  #register(request: StreamRequest): OpenStream {
-    const { config, metrics, source } = this.#options;
-    const connection = new SseConnection(request.res, {
-      keepaliveMs: config.keepaliveMs,
-      maxBufferedBytes: config.maxBufferedBytes,
-      onClose: (reason) => this.#release(stream, reason),
-    });
-    const subscriber = new SseSubscriber(
-      { connection, source, filter: request.filter, closeOnTerminal: config.closeOnTerminal, maxHeldBytes: config.maxBufferedBytes, metrics },
-      request.lastEventId !== undefined,
-    );
-    const stream: OpenStream = { principal: request.principal, filter: request.filter, aliasesFor: request.aliasesFor, connection, subscriber };
+  #register(stream: OpenStream): void {
     this.#streams.add(stream);
-    if (request.aliasesFor !== undefined) {
-      const following = this.#byCommand.get(request.aliasesFor) ?? new Set<OpenStream>();
-      this.#byCommand.set(request.aliasesFor, following.add(stream));
-    }
-    if (request.principal !== undefined) this.#perPrincipal.set(request.principal, (this.#perPrincipal.get(request.principal) ?? 0) + 1);
-    metrics.opened();
-    return stream;
+    if (stream.principal !== undefined) this.#perPrincipal.set(stream.principal, (this.#perPrincipal.get(stream.principal) ?? 0) + 1);
+    this.#options.metrics.opened();
   }
 
   #releasePrincipal(principal: string): void {
@@ -164,27 +138,8 @@ export class SseHub {
 
   #release(stream: OpenStream, reason: CloseReason): void {
     if (!this.#streams.delete(stream)) return;
-    if (stream.aliasesFor !== undefined) {
-      const following = this.#byCommand.get(stream.aliasesFor);
-      following?.delete(stream);
-      if (following?.size === 0) this.#byCommand.delete(stream.aliasesFor);
-    }
     if (stream.principal !== undefined) this.#releasePrincipal(stream.principal);
     this.#options.metrics.closed();
     if (reason === 'slow') this.#options.metrics.slowConsumer();
-  }
-
-  #subscribeToSource(): void {
-    this.#unsubscribe ??= this.#options.source.subscribe((events) => this.#fanOut(events));
-  }
-
-  /** Hands each appended event to every stream, in log order. */
-  #fanOut(events: StoredEvent[]): void {
-    if (this.#streams.size === 0) return;
-    for (const stored of events) {
-      const outgoing: OutgoingEvent = { position: stored.position, keys: eventKeys(stored), frame: eventFrame(stored.event) };
-      // A stream that closes during the loop removes itself; Set iteration tolerates that.
-      for (const stream of this.#streams) stream.subscriber.offer(outgoing);
-    }
   }
 }

@@ -1,20 +1,45 @@
 /**
- * One stream's subscriber: its filters and the seam between replay and live delivery
- * (PROTOCOL.md 4.3, rules 3 and 4; issue 6: "subscribe first, replay, de-duplicate by position").
+ * One subscriber of the live tail, whatever its transport (SSE, gRPC, ...): its filters and the seam
+ * between replay and live delivery (PROTOCOL.md 4.3, rules 3 and 4: "subscribe first, replay,
+ * de-duplicate by position"). The transport supplies a `TailWriter` and the `TailEncoding` of its
+ * frames; this class decides what is sent and when, the writer only how.
  *
  * The hub registers the subscriber with the live fan-out *before* the replay reads the log, so no
  * event can fall between the two. While the subscriber catches up, live events are held in a
  * buffer; every delivery advances a cursor (the log position of the last event sent), and an
  * event at or below the cursor is skipped, so nothing is sent twice. The log is the real buffer:
  * replay reads it page by page at the client's pace, and when the held live events pass
- * `maxBufferedBytes` they are dropped from memory and read again from the log instead.
+ * byte bound they are dropped from memory and read again from the log instead.
  */
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
-import { matchesFilter, type EventKeys } from '../../log/event-query.ts';
+import { matchesFilter } from '../../log/event-query.ts';
 import { isTerminalType } from '../../mapping/names.ts';
-import type { SseMetrics } from '../../metrics/sse.ts';
-import type { StreamWriter } from './sse-connection.ts';
-import { eventFrame, RESET_FRAME } from './sse-frame.ts';
+import type { TailEncoding, TailEvent } from './tail-event.ts';
+
+/** Why a subscription ended. */
+export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error';
+
+/** What a subscriber writes to: one transport's stream (an SSE response, a gRPC call). */
+export interface TailWriter<F> {
+  /** True once the stream has ended. */
+  readonly closed: boolean;
+  /** Writes a frame now, or drops the client as a slow consumer (its own byte bound); false when closed. */
+  send(frame: F): boolean;
+  /** Writes a frame and waits for the client to read it when it must; false when closed. */
+  sendPaced(frame: F): Promise<boolean>;
+  /** Tells the client its resume point is no longer in the log (SSE: a `: reset` comment); optional. */
+  reset?(): void;
+  /** Ends the stream; idempotent. */
+  close(reason: TailEndReason): void;
+}
+
+/** What a subscriber reports (each transport's metrics implement it). */
+export interface TailMetrics {
+  /** A resume point was found (`replayed`) or not (`reset`). */
+  replay(outcome: 'replayed' | 'reset'): void;
+  /** Events sent. */
+  sent(count: number): void;
+}
 
 /** Events read from the log per replay query. */
 export const REPLAY_PAGE_SIZE = 200;
@@ -22,49 +47,51 @@ export const REPLAY_PAGE_SIZE = 200;
 /** What replay reads: the log's keyset pages and id lookup. */
 export type ReplaySource = Pick<EventLog, 'query' | 'positionOf'>;
 
-/** One appended event as the hub hands it to every subscriber: keys and frame computed once. */
-export interface OutgoingEvent {
-  position: number;
-  keys: EventKeys;
-  frame: Buffer;
-}
-
-/** Options of `SseSubscriber`. */
-export interface SseSubscriberOptions {
-  connection: StreamWriter;
+/** Options of `TailSubscriber`. */
+export interface TailSubscriberOptions<F> {
+  connection: TailWriter<F>;
+  encoding: TailEncoding<F>;
   source: ReplaySource;
-  /** `type`, `source`, `correlationId` of the request and `backend` of a per-service stream. */
+  /**
+   * `type`, `source`, `correlationId`/`correlationIds`, `backend`. The live tail may append to
+   * `correlationIds` while the subscription is open (a correlation alias learnt meanwhile).
+   */
   filter: EventFilter;
-  /** End the stream after a terminal event when the filter has a `correlationId` (`sse.closeOnTerminal`). */
+  /** End the stream after a terminal event when the filter has a correlation id (`sse.closeOnTerminal`). */
   closeOnTerminal: boolean;
   /** Bytes of live events held while catching up before they are dropped and re-read from the log. */
   maxHeldBytes: number;
-  metrics: SseMetrics;
+  metrics: TailMetrics;
 }
 
-/** One stream's filters, cursor and replay/live seam. */
-export class SseSubscriber {
-  readonly #options: SseSubscriberOptions;
-  readonly #connection: StreamWriter;
+/** One subscription's filters, cursor and replay/live seam. */
+export class TailSubscriber<F> {
+  readonly #options: TailSubscriberOptions<F>;
+  readonly #connection: TailWriter<F>;
   #live: boolean;
   /** Position of the last event sent; events at or below it are duplicates. */
   #cursor = 0;
   /** Position of the first event the fan-out offered (any filter), the start of "live". */
   #firstOffered: number | undefined;
-  #held: OutgoingEvent[] = [];
+  #held: TailEvent[] = [];
   #heldBytes = 0;
   /** Held events were dropped: the log must be read again before going live. */
   #overflowed = false;
 
   /** A subscriber that will replay from a `Last-Event-ID` starts in catch-up; otherwise it is live at once. */
-  constructor(options: SseSubscriberOptions, replay: boolean) {
+  constructor(options: TailSubscriberOptions<F>, replay: boolean) {
     this.#options = options;
     this.#connection = options.connection;
     this.#live = !replay;
   }
 
+  /** The subscription's filter (the live tail widens its `correlationIds` when an alias is learnt). */
+  get filter(): EventFilter {
+    return this.#options.filter;
+  }
+
   /** Called by the fan-out for every appended event, in log order. */
-  offer(event: OutgoingEvent): void {
+  offer(event: TailEvent): void {
     if (this.#connection.closed) return;
     this.#firstOffered ??= event.position;
     if (!matchesFilter(event.keys, this.#options.filter)) return;
@@ -74,7 +101,7 @@ export class SseSubscriber {
 
   /**
    * Replays the events after `lastEventId`, then goes live. An id not in the log (unknown or
-   * pruned) sends `: reset` and goes live from the moment the stream was subscribed.
+   * pruned) resets the client (`TailWriter.reset`) and goes live from the moment it subscribed.
    */
   async replay(lastEventId: string): Promise<void> {
     const position = await this.#options.source.positionOf(lastEventId);
@@ -84,7 +111,7 @@ export class SseSubscriber {
       this.#cursor = position;
       return this.#catchUp(true);
     }
-    this.#connection.send(RESET_FRAME);
+    this.#connection.reset?.();
     // Live starts with the first event offered after subscribing; held events are all after it.
     this.#cursor = this.#firstOffered === undefined ? 0 : this.#firstOffered - 1;
     return this.#catchUp(false);
@@ -112,8 +139,9 @@ export class SseSubscriber {
         this.#live = true;
         return;
       }
-      this.#heldBytes -= next.frame.length;
-      if (next.position > this.#cursor) await this.#sendPaced(next.position, next.keys.type, next.frame);
+      const frame = next.frame(this.#options.encoding);
+      this.#heldBytes -= this.#options.encoding.size(frame);
+      if (next.position > this.#cursor) await this.#sendPaced(next.position, next.keys.type, frame);
     }
   }
 
@@ -122,13 +150,14 @@ export class SseSubscriber {
     const page = await this.#options.source.query(this.#options.filter, this.#cursor, REPLAY_PAGE_SIZE);
     for (const stored of page.events) {
       if (stored.position <= this.#cursor) continue;
-      if (!(await this.#sendPaced(stored.position, stored.event.type, eventFrame(stored.event)))) return false;
+      if (!(await this.#sendPaced(stored.position, stored.event.type, this.#options.encoding.encode(stored.event)))) return false;
     }
     return page.next !== undefined;
   }
 
-  #hold(event: OutgoingEvent): void {
-    if (this.#heldBytes + event.frame.length > this.#options.maxHeldBytes) {
+  #hold(event: TailEvent): void {
+    const size = this.#options.encoding.size(event.frame(this.#options.encoding));
+    if (this.#heldBytes + size > this.#options.maxHeldBytes) {
       // Bounded: forget them; the log still has every one and catch-up reads them from there.
       this.#held = [];
       this.#heldBytes = 0;
@@ -136,19 +165,19 @@ export class SseSubscriber {
       return;
     }
     this.#held.push(event);
-    this.#heldBytes += event.frame.length;
+    this.#heldBytes += size;
   }
 
-  #sendLive(event: OutgoingEvent): void {
+  #sendLive(event: TailEvent): void {
     if (event.position <= this.#cursor) return;
     this.#cursor = event.position;
-    if (!this.#connection.send(event.frame)) return;
+    if (!this.#connection.send(event.frame(this.#options.encoding))) return;
     this.#options.metrics.sent(1);
     this.#endIfTerminal(event.keys.type);
   }
 
   /** Sends at the client's pace; false when the stream is closed (or just closed on a terminal event). */
-  async #sendPaced(position: number, type: string, frame: Buffer): Promise<boolean> {
+  async #sendPaced(position: number, type: string, frame: F): Promise<boolean> {
     this.#cursor = position;
     if (!(await this.#connection.sendPaced(frame))) return false;
     this.#options.metrics.sent(1);
