@@ -27,7 +27,7 @@ export type RedisPurpose = 'commands' | 'blocking';
  * not answer within `connectTimeoutMs` (default 5 s), so a gateway that cannot reach its store does
  * not start.
  */
-export async function connectRedis(storage: StorageConfig, purpose: RedisPurpose, extra: RedisOptions = {}): Promise<Redis> {
+export async function connectRedis(storage: Pick<StorageConfig, 'url'>, purpose: RedisPurpose, extra: RedisOptions = {}): Promise<Redis> {
   const client = new Redis(storage.url, {
     connectionName: `proto-gateway:${purpose}`,
     lazyConnect: true,

@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisCommandStore } from '../../src/commands/redis-store.ts';
+import { ProtoError } from '../../src/errors.ts';
+import { deletePrefix, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
+import { commandStoreContract, idempotencyContract, outboxContract, outboxEntry, record } from './store-contract.ts';
+
+/** After every fixture entry's due time (they are due in 2030). */
+const LATER = Date.parse('2031-01-01T00:00:00Z');
+
+/** The store under test; closing it also deletes its keys. */
+class TestRedisCommandStore extends RedisCommandStore {
+  readonly #url: string;
+  readonly #prefix: string;
+  constructor(url: string) {
+    const prefix = randomPrefix();
+    super({ url, prefix });
+    this.#url = url;
+    this.#prefix = prefix;
+  }
+  override async close(): Promise<void> {
+    await super.close();
+    await deletePrefix(this.#url, this.#prefix);
+  }
+}
+
+const shared = () => new TestRedisCommandStore(SHARED_REDIS_URL);
+idempotencyContract('redis', shared);
+outboxContract('redis', shared);
+commandStoreContract('redis', shared);
+
+describe('on a Redis with appendonly yes, appendfsync always', () => {
+  let server: PrivateRedis;
+  beforeAll(async () => {
+    server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
+  }, 30_000);
+  afterAll(async () => {
+    await server.dispose();
+  });
+  const aof = () => new TestRedisCommandStore(server.url);
+  idempotencyContract('redis (aof always)', aof);
+  outboxContract('redis (aof always)', aof);
+  commandStoreContract('redis (aof always)', aof);
+});
+
+describe('RedisCommandStore across replicas and outages', () => {
+  it('two stores on one prefix (two replicas) enqueue one entry for one command id', async () => {
+    const prefix = randomPrefix();
+    const a = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix });
+    const b = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix });
+    await Promise.all([a.open(), b.open()]);
+    try {
+      const now = Date.now();
+      const results = await Promise.all([a, b, a, b].map((store) => store.accept(record('x', { expiresMs: now + 60_000 }), outboxEntry('x'), now)));
+      expect(results.filter((r) => r === undefined)).toHaveLength(1);
+      expect(await a.depth()).toBe(1);
+      expect((await b.due('orders', LATER, 10)).map((e) => e.id)).toEqual(['x']);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await deletePrefix(SHARED_REDIS_URL, prefix);
+    }
+  });
+
+  it('refuses with STORE_UNAVAILABLE while Redis is down, reports not ready, and works again when it returns', async () => {
+    const server = await PrivateRedis.start();
+    const store = new RedisCommandStore({ url: server.url, prefix: randomPrefix() });
+    try {
+      await store.open();
+      const now = Date.now();
+      expect(store.ready()).toBe(true);
+      expect(await store.accept(record('before', { expiresMs: now + 60_000 }), outboxEntry('before'), now)).toBeUndefined();
+      await server.stop();
+      await expect.poll(() => store.ready(), { timeout: 20_000 }).toBe(false);
+      const refused = await store.accept(record('during', { expiresMs: now + 60_000 }), outboxEntry('during'), now).catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(ProtoError);
+      expect((refused as ProtoError).code).toBe('STORE_UNAVAILABLE');
+      expect((refused as ProtoError).status).toBe(503);
+      await server.start();
+      await expect.poll(() => store.ready(), { timeout: 20_000 }).toBe(true);
+      // No persistence on this server: the restart emptied it; the store works again without a reopen.
+      expect(await store.accept(record('after', { expiresMs: now + 60_000 }), outboxEntry('after'), now)).toBeUndefined();
+      expect((await store.due('orders', LATER, 10)).map((e) => e.id)).toEqual(['after']);
+    } finally {
+      await store.close();
+      await server.dispose();
+    }
+  }, 60_000);
+
+  it('with waitReplicas and no replica, refuses the accept with STORE_UNAVAILABLE', async () => {
+    const prefix = randomPrefix();
+    const store = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix, waitReplicas: 1, waitTimeoutMs: 50 });
+    await store.open();
+    try {
+      const now = Date.now();
+      const refused = await store.accept(record('w', { expiresMs: now + 60_000 }), outboxEntry('w'), now).catch((err: unknown) => err);
+      expect((refused as ProtoError).code).toBe('STORE_UNAVAILABLE');
+    } finally {
+      await store.close();
+      await deletePrefix(SHARED_REDIS_URL, prefix);
+    }
+  });
+});
