@@ -42,9 +42,17 @@ export interface RedisCommandStoreOptions {
   prefix: string;
   /** Replicas that must acknowledge an accept (`WAIT`) before it is answered; 0 = none. */
   waitReplicas?: number;
-  /** How long `WAIT` may take, in ms. */
+  /** How long `WAIT`/`WAITAOF` may take, in ms. */
   waitTimeoutMs?: number;
+  /** `WAITAOF 1 0` after an accept: fsynced to the primary's AOF first (Redis >= 7.2; checked at open). */
+  waitAof?: boolean;
+  /** Sentinel settings handed to ioredis. */
+  sentinels?: Array<{ host: string; port: number }>;
+  name?: string;
 }
+
+/** The first Redis version with `WAITAOF`. */
+const WAITAOF_SINCE: [number, number] = [7, 2];
 
 /** The claim of an id: returns the live holder's JSON, or nil after storing the record. */
 const CLAIM = `
@@ -148,7 +156,18 @@ export class RedisCommandStore implements CommandStore {
 
   /** Connects (fails when Redis does not answer). Idempotent. */
   async open(): Promise<void> {
-    this.#client ??= await connectRedis({ url: this.#options.url }, 'commands');
+    if (this.#client) return;
+    const { url, sentinels, name } = this.#options;
+    const client = await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, 'commands');
+    if (this.#options.waitAof) {
+      const version = /redis_version:(\d+)\.(\d+)/.exec(await client.info('server'));
+      const [major, minor] = [Number(version?.[1] ?? 0), Number(version?.[2] ?? 0)];
+      if (major < WAITAOF_SINCE[0] || (major === WAITAOF_SINCE[0] && minor < WAITAOF_SINCE[1])) {
+        await closeRedis(client);
+        throw new Error(`storage.redis.waitAof needs Redis >= ${WAITAOF_SINCE.join('.')} (WAITAOF); this server is ${major}.${minor}`);
+      }
+    }
+    this.#client = client;
   }
 
   /** Closes the connection. Safe to call twice. */
@@ -262,11 +281,15 @@ export class RedisCommandStore implements CommandStore {
     return whileRedisAnswers(STORE, () => script.run(client, keys, args));
   }
 
-  /** With `waitReplicas`, waits until that many replicas have the writes so far; a shortfall is a 503. */
+  /** With `waitAof`/`waitReplicas`, waits until the writes so far are fsynced / on that many replicas; a shortfall is a 503. */
   async #waitForReplicas(): Promise<void> {
+    const client = this.#connected();
+    if (this.#options.waitAof) {
+      const [local] = (await whileRedisAnswers(STORE, () => client.call('WAITAOF', 1, 0, this.#options.waitTimeoutMs ?? 1_000))) as [number, number];
+      if (local < 1) throw new ProtoError('STORE_UNAVAILABLE', `${STORE}: the write was not fsynced to the AOF in time`, undefined, { 'Retry-After': '1' });
+    }
     const wanted = this.#options.waitReplicas ?? 0;
     if (wanted <= 0) return;
-    const client = this.#connected();
     const acked = await whileRedisAnswers(STORE, () => client.wait(wanted, this.#options.waitTimeoutMs ?? 1_000));
     if (acked < wanted) {
       throw new ProtoError('STORE_UNAVAILABLE', `${STORE}: ${acked} of ${wanted} replicas confirmed the write in time`, { acked, wanted }, { 'Retry-After': '1' });

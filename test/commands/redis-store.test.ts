@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisCommandStore } from '../../src/commands/redis-store.ts';
 import { ProtoError } from '../../src/errors.ts';
@@ -96,6 +97,23 @@ describe('RedisCommandStore across replicas and outages', () => {
     } finally {
       await store.close();
       await deletePrefix(SHARED_REDIS_URL, prefix);
+    }
+  });
+});
+
+describe('RedisCommandStore waitAof', () => {
+  it('is refused at open, with the reason, on a Redis older than 7.2 (and accepted on a newer one)', async () => {
+    const probe = new Redis(SHARED_REDIS_URL);
+    const [, major, minor] = /redis_version:(\d+)\.(\d+)/.exec(await probe.info('server'))!.map(Number);
+    probe.disconnect();
+    const store = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix: randomPrefix(), waitAof: true });
+    if (major! > 7 || (major === 7 && minor! >= 2)) {
+      await store.open();
+      expect(store.ready()).toBe(true);
+      await store.close();
+    } else {
+      await expect(store.open()).rejects.toThrow(/waitAof needs Redis >= 7\.2/);
+      expect(store.ready()).toBe(false);
     }
   });
 });
