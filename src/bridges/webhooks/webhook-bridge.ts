@@ -19,6 +19,8 @@ import { WebhookFanOut } from './fan-out.ts';
 import { MemoryDeliveryQueue } from './memory-delivery-queue.ts';
 import { MemorySubscriptionStore } from './memory-subscription-store.ts';
 import { SqliteDeliveryQueue } from './sqlite-delivery-queue.ts';
+import { RedisDeliveryQueue } from './redis-delivery-queue.ts';
+import { RedisSubscriptionStore } from './redis-subscription-store.ts';
 import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
 import { SsrfGuard, type Resolver } from './ssrf-guard.ts';
 import { Subscriptions } from './subscriptions.ts';
@@ -63,10 +65,18 @@ export class WebhookBridge {
 
   constructor(options: WebhookBridgeOptions) {
     const { config, metrics, logger } = options;
-    const sqlite = options.storage.driver === 'sqlite';
+    const storage = options.storage;
     this.#logger = logger;
-    this.#store = sqlite ? new SqliteSubscriptionStore(options.storage.path) : new MemorySubscriptionStore();
-    this.#queue = sqlite ? new SqliteDeliveryQueue(options.storage.path) : new MemoryDeliveryQueue();
+    if (storage.driver === 'redis') {
+      const { sentinels, name } = storage.redis;
+      const redis = { url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) };
+      this.#store = new RedisSubscriptionStore(redis);
+      this.#queue = new RedisDeliveryQueue(redis);
+    } else {
+      const sqlite = storage.driver === 'sqlite';
+      this.#store = sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore();
+      this.#queue = sqlite ? new SqliteDeliveryQueue(storage.path) : new MemoryDeliveryQueue();
+    }
     const guard = new SsrfGuard({
       allowHttp: config.allowHttp,
       allowPrivateNetworks: config.allowPrivateNetworks,
