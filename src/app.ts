@@ -39,6 +39,7 @@ import { createQueryPath } from './query-path.ts';
 import { serviceRoutes } from './http/routes/services.ts';
 import { registryMetrics } from './metrics/registry.ts';
 import { openRegistryStore } from './registry/open-registry-store.ts';
+import { RedisReadiness } from './storage/redis-readiness.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
 import { Lifecycle } from './lifecycle.ts';
 
@@ -161,6 +162,7 @@ async function assemble(input: AssembleInput) {
   life.add(new Pruner(log, config.events.retention, logger));
   const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger });
   life.add(sse.hub);
+  const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
   const registryStore = await openRegistryStore(config.storage);
   life.add({ close: () => registryStore.close() });
   const webhooks = life.add(new WebhookBridge({
@@ -193,7 +195,11 @@ async function assemble(input: AssembleInput) {
     logger,
   });
   const routes: Route[] = [
-    ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => (input.state.ready ? [] : ['starting']) }),
+    ...opsRoutes({
+      registry,
+      metricsPublic: config.metrics.public,
+      notReady: () => [...(input.state.ready ? [] : ['starting']), ...(storageReadiness?.ready() === false ? ['storage'] : [])],
+    }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),

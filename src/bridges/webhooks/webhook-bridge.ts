@@ -1,7 +1,7 @@
 /**
  * The webhook bridge (DESIGN.md: bridges events out; PROTOCOL.md 2.7, 4.5, 4.6, 6.3), assembled at
  * boot from `webhooks` and `storage`: the subscription store and delivery queue (SQLite on the
- * gateway's database file, or memory), the SSRF guard, the address-pinning delivery client, the
+ * X, the address-pinning delivery client, the
  * dispatcher and the fan-out from the log.
  *
  * Lifecycle: `start()` opens the stores, re-queues deliveries a stop interrupted and catches up on
