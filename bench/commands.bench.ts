@@ -8,7 +8,8 @@
  * (default 32) concurrent clients sending fresh commands, then prints throughput and latency
  * p50/p99 of the answer and, for the gateway, of accepted → delivered (the backend's arrival time
  * minus the send time; throughput = commands delivered per second of the phase until the last one
- * arrived). Ratios are against the direct call and the bare proxy.
+ * arrived). Ratios are against the direct call and the bare proxy. `--quick`: 1 s phases. Each
+ * gateway figure is also a `ratio` line against the bare proxy, written to `bench/results/commands.json`.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,8 +21,9 @@ import { Registry } from 'prom-client';
 import { Agent, request } from 'undici';
 import { startGateway, type Gateway } from '../src/app.ts';
 import { parseConfig } from '../src/config/load.ts';
+import { BenchReport, sized } from './support/report.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? sized(3, 1));
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32);
 /** How long a phase may take to deliver its backlog after the clients stop, in ms. */
 const DRAIN_LIMIT_MS = 30_000;
@@ -175,6 +177,18 @@ function print(results: PhaseResult[]): void {
   }
 }
 
+/** The gateway phases against the bare undici proxy, as `ratio` lines and JSON. */
+function report(results: PhaseResult[]): void {
+  const bench = new BenchReport('commands');
+  const proxy = results[1];
+  const baselineName = 'bare undici proxy';
+  for (const r of results.slice(2)) {
+    bench.add({ name: `${r.label}: POST /commands throughput`, unit: 'req/s', gateway: r.perSecond, baseline: proxy.perSecond, baselineName, better: 'higher' });
+    bench.add({ name: `${r.label}: POST /commands p99`, unit: 'ms', gateway: r.p99, baseline: proxy.p99, baselineName, better: 'lower' });
+  }
+  bench.write({ clients: CLIENTS, seconds: SECONDS, phases: results });
+}
+
 async function main(): Promise<void> {
   console.log(`node ${process.version}, ${CLIENTS} clients, ${SECONDS} s per phase, loopback\n`);
   const sink = await startSink();
@@ -194,6 +208,7 @@ async function main(): Promise<void> {
       await phase('gateway, sqlite store', `${sqlite.url}commands`, sink),
     ];
     print(results);
+    report(results);
   } finally {
     await memory.close();
     await sqlite.close();

@@ -1,7 +1,8 @@
 /**
  * Event log benchmark: the SQLite store against raw `node:sqlite` doing the same work, side by side
- * in one run. Run with `node bench/event-log.bench.ts`; BENCH_EVENTS sets the size of the query log
- * (default 1,000,000). Prints:
+ * in one run. Run with `node bench/event-log.bench.ts [--quick]`; BENCH_EVENTS sets the size of the
+ * query log (default 1,000,000; 100,000 with `--quick`, which also appends fewer events). Prints a
+ * `ratio` line per figure and writes `bench/results/event-log.json` (bench/support/report.ts):
  *
  * 1. append throughput (events/s), batches of 100 and of 1, vs raw prepared INSERTs of the same rows
  *    in transactions of the same size (median of 3 alternating rounds);
@@ -16,11 +17,12 @@ import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { CloudEvent, EventFilter, NewEvent } from '../src/log/EventLog.ts';
 import { SqliteEventLog } from '../src/log/sqlite.ts';
+import { BenchReport, sized } from './support/report.ts';
 
 /** Size of the log that queries run on; env BENCH_EVENTS, default 1,000,000. */
-const LOG_EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const LOG_EVENTS = Number(process.env.BENCH_EVENTS ?? sized(1_000_000, 100_000));
 /** Events appended per append measurement (batches of 100), and of 1. */
-const APPEND_EVENTS = { batched: 50_000, single: 5_000 };
+const APPEND_EVENTS = sized({ batched: 50_000, single: 5_000 }, { batched: 10_000, single: 1_000 });
 /** Events that share one correlation id (a command and its response events). */
 const PER_CORRELATION = 5;
 /** Rounds of each append measurement; the median is printed. */
@@ -161,12 +163,15 @@ const ms = (n: number) => `${fmt(n * 1000, 0)} µs`;
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pgw-bench-log-'));
+  const report = new BenchReport('event-log');
+  const baselineName = 'raw node:sqlite';
   try {
     console.log(`node ${process.version}, sqlite ${process.versions.sqlite}, log size ${fmt(LOG_EVENTS)} events\n`);
     console.log('append throughput (events/s)       store        raw  store/raw');
     for (const [label, total, size] of [['batches of 100', APPEND_EVENTS.batched, 100], ['batches of 1', APPEND_EVENTS.single, 1]] as const) {
       const r = await appendThroughput(dir, total, size);
       console.log(`  ${label.padEnd(30)} ${fmt(r.store).padStart(9)}  ${fmt(r.raw).padStart(9)}  ${fmt(r.store / r.raw, 2).padStart(9)}`);
+      report.add({ name: `append, ${label}`, unit: 'events/s', gateway: r.store, baseline: r.raw, baselineName, better: 'higher' });
     }
 
     const buildStart = performance.now();
@@ -181,15 +186,21 @@ async function main(): Promise<void> {
     console.log(`  store                          ${ms(percentile(store, 50)).padStart(9)}  ${ms(percentile(store, 99)).padStart(9)}`);
     console.log(`  raw indexed SELECT + parse     ${ms(percentile(baseline, 50)).padStart(9)}  ${ms(percentile(baseline, 99)).padStart(9)}`);
     console.log(`  store/raw (p50)                ${fmt(percentile(store, 50) / percentile(baseline, 50), 2).padStart(9)}`);
+    for (const p of [50, 99]) {
+      report.add({ name: `query by correlationId p${p}`, unit: 'ms', gateway: percentile(store, p), baseline: percentile(baseline, p), baselineName, better: 'lower' });
+    }
 
     console.log(`\npage cost (limit ${PAGE_SIZE}, p50)          first page   deep page  deep/first`);
     for (const [label, filter, matching] of [['no filter', {}, LOG_EVENTS], ['type filter', { type: 'Type3V1' }, LOG_EVENTS / 10]] as const) {
       const deep = await deepAfter(log, filter, matching);
       const [first, deepCost] = [await pageP50(log, filter, 0), await pageP50(log, filter, deep.after)];
       console.log(`  ${`${label}, ${fmt(deep.pages)} pages deep`.padEnd(34)} ${ms(first).padStart(9)}  ${ms(deepCost).padStart(9)}  ${fmt(deepCost / first, 2).padStart(9)}`);
+      // The baseline of a deep page is the first page of the same store: keyset pagination keeps them equal.
+      report.add({ name: `page ${deep.pages} deep, ${label} p50`, unit: 'ms', gateway: deepCost, baseline: first, baselineName: 'first page', better: 'lower' });
     }
     raw.close();
     await log.close();
+    report.write({ logEvents: LOG_EVENTS, sqlite: process.versions.sqlite });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,7 +1,9 @@
 /**
  * SSE fan-out benchmark: the gateway's `GET /events/stream` against a minimal Node SSE broadcaster
  * (`node:http`, a Set of responses, one `res.write` per event) in the same run, on loopback.
- * Run with `node bench/sse-fanout.bench.ts`. Not a test: it prints numbers and ratios.
+ * Run with `node bench/sse-fanout.bench.ts [--quick]`. Not a test: it prints numbers and a `ratio`
+ * line per figure, and writes `bench/results/sse-fanout.json` (bench/support/report.ts). `--quick`
+ * runs 1000 subscribers only, for 2 s, with a burst a third the size.
  *
  * For each N subscribers (env SSE_BENCH_CONNECTIONS, default `1000,10000`) and each server:
  *
@@ -18,11 +20,14 @@
  */
 import { execSync, fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { BenchReport, sized } from './support/report.ts';
 
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
-const CONNECTIONS = (process.env.SSE_BENCH_CONNECTIONS ?? '1000,10000').split(',').map(Number);
+const CONNECTIONS = (process.env.SSE_BENCH_CONNECTIONS ?? sized('1000,10000', '1000')).split(',').map(Number);
 const RATE = Number(process.env.SSE_BENCH_RATE ?? 10);
-const SECONDS = Number(process.env.SSE_BENCH_SECONDS ?? 5);
+const SECONDS = Number(process.env.SSE_BENCH_SECONDS ?? sized(5, 2));
+/** Events of the burst phase, spread over the subscribers: this many deliveries in all. */
+const BURST_DELIVERIES = sized(300_000, 100_000);
 /** Streams whose latency is sampled, spread evenly. */
 const LATENCY_SAMPLES = 500;
 /** Whole-run bound: children are killed and the run fails after this. */
@@ -113,7 +118,7 @@ async function run(kind: Kind, streams: number): Promise<Outcome> {
     const after = await next(server, 'memory');
     if (after.streams !== streams) throw new Error(`${kind}: ${after.streams} streams open, expected ${streams}`);
     const paced = await phase(server, clients, RATE * SECONDS, 1000 / RATE);
-    const burst = await phase(server, clients, Number(process.env.SSE_BENCH_BURST ?? Math.max(5, Math.ceil(300_000 / streams))), 0);
+    const burst = await phase(server, clients, Number(process.env.SSE_BENCH_BURST ?? Math.max(5, Math.ceil(BURST_DELIVERIES / streams))), 0);
     return {
       rssPerStream: (after.rss - before.rss) / streams,
       heapPerStream: (after.heapUsed + after.external - before.heapUsed - before.external) / streams,
@@ -139,6 +144,21 @@ const fixed = (value: number | undefined, digits = 1): string => (value === unde
 const kib = (bytes: number): string => `${(bytes / 1024).toFixed(1)} KiB`;
 const ratio = (gateway: number | undefined, baseline: number | undefined): string =>
   gateway === undefined || baseline === undefined || baseline === 0 ? 'n/a' : `${(gateway / baseline).toFixed(2)}x`;
+
+const bench = new BenchReport('sse-fanout');
+
+/** The `ratio` lines of one subscriber count (gateway against the minimal broadcaster). */
+function addFigures(streams: number, { baseline: b, gateway: g }: Record<Kind, Outcome>): void {
+  const figure = (name: string, unit: string, gateway: number | undefined, baseline: number | undefined, better: 'higher' | 'lower'): void => {
+    if (gateway !== undefined && baseline !== undefined) bench.add({ name: `${streams} streams, ${name}`, unit, gateway, baseline, baselineName: 'minimal broadcaster', better });
+  };
+  figure('memory per idle stream (RSS)', 'KiB', g.rssPerStream / 1024, b.rssPerStream / 1024, 'lower');
+  figure(`paced ${RATE}/s deliveries`, 'deliveries/s', g.paced.deliveriesPerSecond, b.paced.deliveriesPerSecond, 'higher');
+  figure('paced latency p50', 'ms', g.paced.p50, b.paced.p50, 'lower');
+  figure('paced latency p99', 'ms', g.paced.p99, b.paced.p99, 'lower');
+  figure('burst deliveries', 'deliveries/s', g.burst.deliveriesPerSecond, b.burst.deliveriesPerSecond, 'higher');
+  figure('burst latency p99', 'ms', g.burst.p99, b.burst.p99, 'lower');
+}
 
 function report(streams: number, outcomes: Record<Kind, Outcome>): void {
   const { baseline: b, gateway: g } = outcomes;
@@ -166,7 +186,9 @@ async function main(): Promise<void> {
     const outcomes = {} as Record<Kind, Outcome>;
     for (const kind of ['baseline', 'gateway'] as const) outcomes[kind] = await run(kind, streams);
     report(streams, outcomes);
+    addFigures(streams, outcomes);
   }
+  bench.write({ connections: CONNECTIONS, rate: RATE, seconds: SECONDS });
 }
 
 const watchdog = setTimeout(() => {

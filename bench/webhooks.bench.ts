@@ -3,7 +3,8 @@
  * fan-out → durable SQLite queue → dispatcher → SSRF-checked, address-pinned undici POST with
  * Standard Webhooks headers) to a loopback receiver, against raw undici POSTs of the same bodies
  * with the same number in flight, side by side in one run. Run with `node bench/webhooks.bench.ts`;
- * BENCH_DELIVERIES sets deliveries per scenario (default 5,000; bounded to 100,000).
+ * BENCH_DELIVERIES sets deliveries per scenario (default 5,000, 1,000 with `--quick`; bounded to
+ * 100,000). Each scenario is a `ratio` line, written to `bench/results/webhooks.json`.
  *
  * Scenarios: 1 subscription (4 in flight: the per-subscription limit) and 16 subscriptions (64 in
  * flight: the default `webhooks.concurrency`). Loopback only: the receiver listens on 127.0.0.1 and
@@ -21,8 +22,9 @@ import { WebhookBridge } from '../src/bridges/webhooks/webhook-bridge.ts';
 import type { CloudEvent } from '../src/log/EventLog.ts';
 import { SqliteEventLog } from '../src/log/sqlite.ts';
 import { webhookMetrics } from '../src/metrics/webhooks.ts';
+import { BenchReport, sized } from './support/report.ts';
 
-const DELIVERIES = Math.min(Number(process.env.BENCH_DELIVERIES ?? 5_000), 100_000);
+const DELIVERIES = Math.min(Number(process.env.BENCH_DELIVERIES ?? sized(5_000, 1_000)), 100_000);
 const APPEND_BATCH = 100;
 const resolver: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
 
@@ -113,12 +115,15 @@ async function rawRun(bodies: string[], inFlight: number): Promise<number> {
 async function main(): Promise<void> {
   console.log(`webhook deliveries: ${DELIVERIES} per scenario, loopback receiver answering 204\n`);
   console.log('scenario                       bridge (signed, durable)   raw undici POST   ratio (bridge/raw)');
+  const bench = new BenchReport('webhooks');
   for (const [subscriptions, inFlight] of [[1, 4], [16, 64]] as const) {
     const bridge = await bridgeRun(subscriptions);
     const raw = await rawRun(bridge.bodies, inFlight);
     const label = `${subscriptions} subscription(s), ${inFlight} in flight`.padEnd(30);
     console.log(`${label} ${bridge.perSecond.toFixed(0).padStart(12)}/s ${raw.toFixed(0).padStart(20)}/s ${(bridge.perSecond / raw).toFixed(3).padStart(16)}`);
+    bench.add({ name: `${subscriptions} subscription(s), ${inFlight} in flight`, unit: 'deliveries/s', gateway: bridge.perSecond, baseline: raw, baselineName: 'raw undici POST', better: 'higher' });
   }
+  bench.write({ deliveries: DELIVERIES });
 }
 
 await main();

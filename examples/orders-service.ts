@@ -9,7 +9,7 @@
  * Run it alone: `node examples/orders-service.ts --port 3001`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { BodyError, closeOnSignal, closer, isObject, listen, portFromArgv, readJson, sendJson, serve } from './support/http-kit.ts';
+import { BodyError, closeOnSignal, closer, isObject, listen, optionFromArgv, portFromArgv, readJson, sendJson, serve } from './support/http-kit.ts';
 
 /** An order as the service stores and returns it. Timestamps are ISO 8601 with milliseconds. */
 export interface Order {
@@ -170,7 +170,7 @@ export async function startOrdersService(opts: OrdersServiceOptions = {}): Promi
 }
 
 if (import.meta.main) {
-  const service = await startOrdersService({ port: portFromArgv(process.argv, 3001) });
+  const service = await startOrdersService({ port: portFromArgv(process.argv, 3001), host: optionFromArgv(process.argv, 'host', '127.0.0.1') });
   console.log(`orders service (legacy REST) listening on ${service.url}`);
   closeOnSignal(service.close);
 }

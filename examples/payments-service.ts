@@ -27,7 +27,7 @@ import {
 } from './payments-catalogue.ts';
 import { acceptCommand, createCommandDesk, Refusal, resultOf, type CommandDesk } from './payments-commands.ts';
 import { createEventLog, matches, type CloudEventLike, type EventFilter, type EventLog } from './payments-log.ts';
-import { BodyError, closeOnSignal, closer, listen, portFromArgv, readJson, sendError, sendHtml, sendJson, serve } from './support/http-kit.ts';
+import { BodyError, closeOnSignal, closer, listen, optionFromArgv, portFromArgv, readJson, sendError, sendHtml, sendJson, serve } from './support/http-kit.ts';
 import { openSse, type SseWriter } from './support/sse-writer.ts';
 
 export type { CloudEventLike } from './payments-log.ts';
@@ -38,6 +38,8 @@ export interface PaymentsServiceOptions {
   port?: number;
   /** Listen address; default `127.0.0.1`. */
   host?: string;
+  /** The advertised `http.endpoint` when the listening address is not how others reach it (a container's `0.0.0.0`); default the listening URL plus `basePath`. */
+  endpoint?: string;
   /** Path every route lives under, the path of `http.endpoint`; default `/`. */
   basePath?: string;
   /** Interval of SSE keepalive comments, in ms; default 15 000, 0 disables. */
@@ -372,7 +374,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions = {}): P
   };
   const server = serve((req, res, url) => dispatch(state, basePath, req, res, url));
   const url = await listen(server, opts.port ?? 0, opts.host ?? '127.0.0.1');
-  state.endpoint = `${url}${basePath}`;
+  state.endpoint = opts.endpoint ?? `${url}${basePath}`;
   const close = closer(server, () => {
     for (const timer of state.timers) clearTimeout(timer);
     for (const stream of state.streams) stream.end();
@@ -387,7 +389,11 @@ export async function startPaymentsService(opts: PaymentsServiceOptions = {}): P
 }
 
 if (import.meta.main) {
-  const service = await startPaymentsService({ port: portFromArgv(process.argv, 3002) });
+  const service = await startPaymentsService({
+    port: portFromArgv(process.argv, 3002),
+    host: optionFromArgv(process.argv, 'host', '127.0.0.1'),
+    endpoint: process.argv.some((arg) => arg.startsWith('--endpoint')) ? optionFromArgv(process.argv, 'endpoint', '') : undefined,
+  });
   console.log(`payments service (protocol) listening on ${service.url}; manifest at ${service.endpoint}.well-known/proto`);
   closeOnSignal(service.close);
 }

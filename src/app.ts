@@ -5,6 +5,7 @@
 import pino, { type Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { BackendDirectory } from './backends/directory.ts';
+import { pinnedConnections } from './backends/pinned-connections.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { createAuthenticator, credentialCarriers } from './http/auth.ts';
 import { createCors } from './http/cors.ts';
@@ -26,13 +27,14 @@ import { PublicManifest } from './manifest/public-manifest.ts';
 import { backendMetrics } from './metrics/backends.ts';
 import { httpMetrics } from './metrics/http.ts';
 import { ingestMetrics } from './metrics/ingest.ts';
-import { logMetrics } from './metrics/log.ts';
+import { logMetrics, retentionHeldBack } from './metrics/log.ts';
 import { sseMetrics } from './metrics/sse.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { GATEWAY_VERSION } from './version.ts';
 import { createCommandPath } from './command-path.ts';
 import { SsrfGuard, type Resolver } from './bridges/webhooks/ssrf-guard.ts';
 import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
+import { fanOutReader } from './bridges/webhooks/fan-out.ts';
 import { subscriptionRoutes } from './http/routes/subscriptions.ts';
 import { webhookMetrics } from './metrics/webhooks.ts';
 import { createQueryPath } from './query-path.ts';
@@ -96,14 +98,22 @@ export async function startGateway(config: GatewayConfig, options: GatewayOption
     logger,
     metrics: httpMetrics(registry),
   });
-  const state = { ready: false };
-  // One deadline for the whole shutdown: the HTTP drain and the components share it.
+  const state = { ready: false, stopping: false };
+  // One deadline for the whole shutdown, shared by every step. Readiness turns 503 and new
+  // requests are refused at once, but the listener stays open until the end, so load balancers
+  // see "not ready" (not "connection refused") while streams end, requests in flight are
+  // answered and the components drain (dispatches in flight finish, webhook attempts go back to
+  // the queue). The stores close only after the last request that could use them.
   const close = once(async () => {
     const deadlineMs = Date.now() + config.server.shutdownTimeoutMs;
+    const left = (): number => Math.max(0, deadlineMs - Date.now());
     state.ready = false;
+    state.stopping = true;
+    http.refuse();
     await life.drain();
-    await http.close(Math.max(0, deadlineMs - Date.now()));
+    await http.settled(left());
     await life.close(deadlineMs);
+    await http.close(left());
     logger.info('stopped');
   });
   try {
@@ -132,14 +142,24 @@ interface AssembleInput {
   log: EventLog;
   life: Lifecycle;
   url: string;
-  state: { ready: boolean };
+  state: { ready: boolean; stopping: boolean };
 }
 
 /** The features, built from the configuration; each component joins `life` as soon as it exists. */
 async function assemble(input: AssembleInput) {
   const { config, options, logger, registry, log, life } = input;
   const publicUrl = config.server.publicUrl ?? input.url;
-  const backends = new BackendDirectory(config.backends, publicUrl, logger);
+  // One guard for runtime-registered services: checked at registration, and pinned at every connect.
+  const registryGuard = new SsrfGuard({
+    allowHttp: true,
+    allowPublic: false,
+    allowPrivateNetworks: config.registry.allowNetworks,
+    resolver: options.resolver,
+    refusal: { code: 'SERVICE_ENDPOINT_REJECTED', field: 'endpoint' },
+  });
+  const runtimeConnections = pinnedConnections(registryGuard);
+  life.add({ close: () => runtimeConnections.close() });
+  const backends = new BackendDirectory(config.backends, publicUrl, logger, runtimeConnections);
   // Started by startGateway itself, after runtime services are restored; closed here.
   life.add({ close: () => backends.close() });
   backendMetrics(registry, backends);
@@ -159,9 +179,6 @@ async function assemble(input: AssembleInput) {
   });
   life.add(queries.catalogue);
   const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) }));
-  life.add(new Pruner(log, config.events.retention, logger));
-  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger });
-  life.add(sse.hub);
   const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
   const registryStore = await openRegistryStore(config.storage);
   life.add({ close: () => registryStore.close() });
@@ -174,20 +191,18 @@ async function assemble(input: AssembleInput) {
     isKnownService: (id): boolean => services.isKnown(id),
     resolver: options.resolver,
   }));
+  // After the webhooks: retention never passes the fan-out's durable position.
+  life.add(new Pruner(log, config.events.retention, logger, { readers: [fanOutReader(log)], onHeldBack: retentionHeldBack(registry) }));
   const commands = await createCommandPath({
     config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
   });
   for (const component of commands.components) life.add(component);
+  const sse = sseBridge({ config: config.sse, source: log, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
+  life.add(sse.hub);
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
-    guard: new SsrfGuard({
-      allowHttp: true,
-      allowPublic: false,
-      allowPrivateNetworks: config.registry.allowNetworks,
-      resolver: options.resolver,
-      refusal: { code: 'SERVICE_ENDPOINT_REJECTED', field: 'endpoint' },
-    }),
+    guard: registryGuard,
     accepts: (id) => commands.catalogue.typesOf(id),
     produces: (id) => catalogue.typesOf(id),
     onRemoved: (id): Promise<string[]> => webhooks.subscriptions.deleteByService(id),
@@ -198,7 +213,7 @@ async function assemble(input: AssembleInput) {
     ...opsRoutes({
       registry,
       metricsPublic: config.metrics.public,
-      notReady: () => [...(input.state.ready ? [] : ['starting']), ...(storageReadiness?.ready() === false ? ['storage'] : [])],
+      notReady: () => [...notReady(input.state), ...(storageReadiness?.ready() === false ? ['storage'] : [])],
     }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
@@ -218,6 +233,12 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes };
+}
+
+/** Why the gateway is not ready (the `pending` of a 503 from `/readyz`): empty once it is. */
+function notReady(state: { ready: boolean; stopping: boolean }): string[] {
+  if (state.stopping) return ['shutdown'];
+  return state.ready ? [] : ['starting'];
 }
 
 function defaultRegistry(): Registry {

@@ -11,6 +11,7 @@ import type { BackendDirectory } from './backends/directory.ts';
 import { LegacyCommandDelivery } from './backends/legacy-dispatch.ts';
 import { ProtoCommandDelivery } from './backends/proto-dispatch.ts';
 import { CommandCatalogue } from './catalogue/command-catalogue.ts';
+import { AliasNotifier } from './commands/alias-notifier.ts';
 import type { CommandStore } from './commands/CommandStore.ts';
 import type { CommandDelivery } from './commands/delivery.ts';
 import { Dispatcher } from './commands/dispatcher.ts';
@@ -45,6 +46,8 @@ export interface CommandPath {
   store: CommandStore;
   catalogue: CommandCatalogue;
   dispatcher: Dispatcher;
+  /** The backends' own ids for command ids, with live notices (SSE streams follow them). */
+  aliases: AliasNotifier;
   /** The one command pipeline (validation, idempotency, outbox) every front submits through: HTTP, gRPC, A2A, MCP. */
   ingestion: CommandIngestion;
 }
@@ -57,9 +60,10 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
   metrics.watchOutbox(() => store.depth());
   const catalogue = new CommandCatalogue({ publicUrl: options.publicUrl, backends, logger, metrics, onProduced: options.onProduced });
   const { dispatch } = config.commands;
+  const aliases = new AliasNotifier(store);
   const dispatcher = new Dispatcher({
     outbox: store,
-    aliases: store,
+    aliases,
     log: options.log,
     deliveries: followDeliveries(backends, catalogue, () => dispatcher.wake()),
     isPaused: (backend) => backends.isPaused(backend),
@@ -85,6 +89,7 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     store,
     catalogue,
     dispatcher,
+    aliases,
     ingestion,
   };
 }

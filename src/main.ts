@@ -5,11 +5,16 @@
  *   proto-gateway manifest [--config FILE]   print the aggregated manifest as JSON on stdout
  * The config file defaults to `$PROTO_GATEWAY_CONFIG`, else `config/gateway.yaml`. A missing file
  * or a usage error exits 2. Only `serve` logs on stdout; the others log on stderr.
+ *
+ * `serve` handles signals: SIGTERM and SIGINT shut down gracefully within `server.shutdownTimeout`
+ * (a second one exits at once); SIGHUP re-reads and validates the file and logs what differs, but
+ * does not apply it yet (src/config/config-diff.ts says why): restart to apply.
  */
 import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { startGateway } from './app.ts';
 import { BackendDirectory } from './backends/directory.ts';
+import { diffConfig, isEmptyDiff } from './config/config-diff.ts';
 import { ConfigError, formatProblems, loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
@@ -111,8 +116,25 @@ async function serve(file: string): Promise<number | undefined> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  process.on('SIGHUP', () => void reviewReload(file, config, logger));
   await started;
   return undefined;
+}
+
+/**
+ * SIGHUP: loads the file again and logs whether it is valid and what differs from the running
+ * configuration. Nothing is applied (see config-diff.ts); the gateway keeps running either way.
+ */
+async function reviewReload(file: string, running: GatewayConfig, logger: pino.Logger): Promise<void> {
+  try {
+    const next = await loadConfig(file);
+    const diff = diffConfig(running, next);
+    const msg = isEmptyDiff(diff) ? 'SIGHUP: configuration unchanged' : 'SIGHUP: configuration changed; not applied in place, restart to apply';
+    logger.warn({ signal: 'SIGHUP', file, valid: true, applied: false, ...diff }, msg);
+  } catch (err) {
+    const problems = err instanceof ConfigError ? formatProblems(err.problems) : (err as Error).message;
+    logger.error({ signal: 'SIGHUP', file, valid: false, applied: false, problems }, 'SIGHUP: configuration invalid; the running configuration stays');
+  }
 }
 
 async function main(argv: string[]): Promise<number | undefined> {

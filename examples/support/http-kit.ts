@@ -115,6 +115,15 @@ export function portFromArgv(argv: string[], fallback: number): number {
   return port;
 }
 
+/** The value of `--name V` (or `--name=V`) in `argv`, else `fallback` (e.g. `--host 0.0.0.0` in a container). */
+export function optionFromArgv(argv: string[], name: string, fallback: string): string {
+  const index = argv.findIndex((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
+  if (index < 0) return fallback;
+  const raw = argv[index].includes('=') ? argv[index].slice(argv[index].indexOf('=') + 1) : argv[index + 1];
+  if (!raw) throw new Error(`--${name}: needs a value`);
+  return raw;
+}
+
 /** Runs `close` on the first SIGINT or SIGTERM, then exits 0 (for command-line entry points only). */
 export function closeOnSignal(close: () => Promise<unknown>): void {
   const stop = (): void => {

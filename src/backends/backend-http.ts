@@ -3,7 +3,7 @@
  * backend's configured headers, a timeout, the trace context, a bounded answer, and failures turned
  * into catalogued errors (503 unreachable, 504 timeout).
  */
-import { errors, request } from 'undici';
+import { errors, request, type Dispatcher } from 'undici';
 import { ProtoError } from '../errors.ts';
 
 /** Largest answer read by default, in bytes; a larger one is a 503 (`BACKEND_UNAVAILABLE`). */
@@ -18,6 +18,8 @@ export interface BackendGetOptions {
   method?: string;
   /** Largest answer accepted, in bytes; default `MAX_ANSWER_BYTES`. */
   maxBytes?: number;
+  /** The backend's connections (`ProtoBackend.connections`); default the global pool. */
+  dispatcher?: Dispatcher;
 }
 
 /** The answer of a backend: status, parsed JSON body (undefined when not JSON) and the headers kept. */
@@ -40,6 +42,7 @@ export async function getJson(url: string, options: BackendGetOptions): Promise<
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       signal: options.signal,
+      dispatcher: options.dispatcher,
     });
     const contentType = String(res.headers['content-type'] ?? '');
     const text = await readBounded(res.body, options.maxBytes ?? MAX_ANSWER_BYTES);

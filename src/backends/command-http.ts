@@ -5,7 +5,7 @@
  * signal (shutdown) rejects with the signal's reason. `sendThroughCircuit` asks the backend's
  * circuit breaker first and tells it how the exchange went.
  */
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import { ProtoError } from '../errors.ts';
 import { parseRetryAfter } from '../commands/retry-schedule.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
@@ -21,6 +21,8 @@ export interface CommandRequest {
   headers: Record<string, string>;
   /** Serialised as JSON when defined. */
   body?: unknown;
+  /** The backend's connections (`ProtoBackend.connections`); default the global pool. */
+  dispatcher?: Dispatcher;
 }
 
 /** The backend's answer. */
@@ -41,6 +43,7 @@ export async function sendCommand(req: CommandRequest, signal: AbortSignal, time
       headers: req.body === undefined ? req.headers : { 'content-type': 'application/json', ...req.headers },
       body: req.body === undefined ? undefined : JSON.stringify(req.body),
       signal: AbortSignal.any([signal, deadline]),
+      dispatcher: req.dispatcher,
     });
     const text = await readAnswer(res.body);
     const exchange: CommandExchange = { status: res.statusCode, body: parseBody(text) };

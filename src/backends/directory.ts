@@ -7,6 +7,7 @@
  * removed, paused and resumed, and `add()`/`remove()` resolve once every listener has settled, so
  * a caller of `add()` sees the new backend's catalogues loaded and its ingestors running.
  */
+import type { BackendConnections } from './pinned-connections.ts';
 import type { Logger } from 'pino';
 import type { BackendConfig, ProtoBackendConfig } from '../config/types.ts';
 import { LegacyBackend } from './legacy-backend.ts';
@@ -35,11 +36,14 @@ export class BackendDirectory {
   readonly #paused = new Set<string>();
   readonly #listeners = new Set<DirectoryListener>();
   readonly #publicUrl: string;
+  /** The pinned connections of runtime backends (every runtime backend shares them). */
+  readonly #runtimeConnections: BackendConnections | undefined;
   readonly #logger: Logger;
   #started = false;
 
-  constructor(configs: BackendConfig[], publicUrl: string, logger: Logger) {
+  constructor(configs: BackendConfig[], publicUrl: string, logger: Logger, runtimeConnections?: BackendConnections) {
     this.#publicUrl = publicUrl;
+    this.#runtimeConnections = runtimeConnections;
     this.#logger = logger;
     for (const config of configs) {
       const backend = config.kind === 'proto' ? new ProtoBackend(config, publicUrl, logger) : new LegacyBackend(config, publicUrl);
@@ -94,7 +98,7 @@ export class BackendDirectory {
    */
   async add(config: ProtoBackendConfig, options: { paused?: boolean } = {}): Promise<ProtoBackend> {
     if (this.#byId.has(config.id)) throw new Error(`backend ${config.id} exists`);
-    const backend = new ProtoBackend(config, this.#publicUrl, this.#logger, { sameOriginEndpoint: true });
+    const backend = new ProtoBackend(config, this.#publicUrl, this.#logger, { sameOriginEndpoint: true, connections: this.#runtimeConnections });
     this.#byId.set(config.id, backend);
     // Paused before anyone hears of it, so its ingestion never starts.
     if (options.paused) this.#paused.add(config.id);

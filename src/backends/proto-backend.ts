@@ -3,6 +3,7 @@
  * `refresh`, keeps the last good copy, and knows its current `{endpoint}` (DESIGN.md, Conventions:
  * Backend URLs). A backend that is down does not stop the gateway; it is retried at every refresh.
  */
+import type { BackendConnections } from './pinned-connections.ts';
 import type { Logger } from 'pino';
 import type { ProtoBackendConfig } from '../config/types.ts';
 import { createUrlRewriter, joinUrl, withSlash, type UrlRewriter } from '../manifest/rewrite.ts';
@@ -22,6 +23,8 @@ export interface ProtoBackendOptions {
    * backends: their URL passed the SSRF guard, an endpoint elsewhere did not). Default false.
    */
   sameOriginEndpoint?: boolean;
+  /** Pinned connections (runtime backends: `pinned-connections.ts`); default the process-wide pools. */
+  connections?: BackendConnections;
 }
 
 export class ProtoBackend {
@@ -42,11 +45,15 @@ export class ProtoBackend {
   constructor(config: ProtoBackendConfig, publicUrl: string, logger: Logger, options: ProtoBackendOptions = {}) {
     this.config = config;
     this.#sameOriginEndpoint = options.sameOriginEndpoint ?? false;
+    this.connections = options.connections;
     this.circuit = new CircuitBreaker({ failures: config.circuit.failures, cooldownMs: config.circuit.cooldownMs });
     this.publicBase = `${publicUrl}services/${config.id}/`;
     this.#log = logger.child({ backend: config.id });
     this.#rewriter = createUrlRewriter([config.url], this.publicBase);
   }
+
+  /** The connections every outbound call to this backend uses; undefined = the default pools. */
+  readonly connections: BackendConnections | undefined;
 
   get id(): string {
     return this.config.id;
@@ -91,6 +98,7 @@ export class ProtoBackend {
     try {
       const answer = await getJson(joinUrl(this.config.url, '.well-known/proto'), {
         headers: this.config.headers,
+        dispatcher: this.connections?.dispatcher,
         timeoutMs: Math.min(MANIFEST_TIMEOUT_MS, this.config.refreshMs),
       });
       if (answer.status !== 200 || !isManifest(answer.body)) throw new Error(`manifest answered ${answer.status} without a PROTO object`);

@@ -37,7 +37,7 @@ export class ProtoCommandDelivery implements CommandDelivery {
     const headers: Record<string, string> = { accept: 'application/json', ...this.#backend.config.headers };
     if (entry.traceparent) headers.traceparent = entry.traceparent;
     const body = { ...entry.command, dataschema: this.#ownDataschema(entry.command) };
-    const request = { url: joinUrl(this.#backend.endpoint(), 'commands'), method: 'POST', headers, body };
+    const request = { url: joinUrl(this.#backend.endpoint(), 'commands'), method: 'POST', headers, body, dispatcher: this.#backend.connections?.dispatcher };
     const exchange = await sendThroughCircuit(this.#backend.circuit, request, signal, timeoutMs);
     if (exchange.status >= 200 && exchange.status < 300) return { kind: 'delivered', events: [], ...answeredId(exchange, entry.id) };
     const reason = refusal(exchange);

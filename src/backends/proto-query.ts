@@ -13,7 +13,7 @@ import type { ProtoBackend } from './proto-backend.ts';
 export async function runProtoQuery(backend: ProtoBackend, call: QueryCall): Promise<QueryResult> {
   const search = call.query.size > 0 ? `?${call.query}` : '';
   const url = joinUrl(backend.endpoint(), `queries/${encodeURIComponent(call.entry.schema)}`) + search;
-  const answer = await getJson(url, { headers: backend.config.headers, timeoutMs: call.timeoutMs, traceparent: call.traceparent });
+  const answer = await getJson(url, { headers: backend.config.headers, timeoutMs: call.timeoutMs, traceparent: call.traceparent, dispatcher: backend.connections?.dispatcher });
   const result = isSuccess(answer.status) ? { status: answer.status, body: answer.body } : refusalOf(answer);
   return { ...result, body: rewriteDeep(result.body, backend.rewrite) };
 }

@@ -169,7 +169,7 @@ function keyOf(type: string): string {
 }
 
 async function fetchSchema(backend: Backend & { kind: 'proto' }, key: string): Promise<Record<string, unknown>> {
-  const answer = await getJson(joinUrl(backend.endpoint(), `events/${key}`), { headers: backend.config.headers, timeoutMs: SCHEMA_TIMEOUT_MS });
+  const answer = await getJson(joinUrl(backend.endpoint(), `events/${key}`), { headers: backend.config.headers, timeoutMs: SCHEMA_TIMEOUT_MS, dispatcher: backend.connections?.dispatcher });
   if (answer.status === 404) throw unknownSchema(key);
   if (answer.status !== 200 || !answer.body || typeof answer.body !== 'object') {
     throw new ProtoError('BACKEND_UNAVAILABLE', `the backend answered ${answer.status} for the schema ${key}`);

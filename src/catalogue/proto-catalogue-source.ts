@@ -70,7 +70,7 @@ function listItem(item: unknown, endpoint: string, kind: CatalogueKind): Omit<Pr
 
 /** GETs one JSON object; with `absentIsEmpty`, a 404 is an empty object (a backend without that catalogue has none). */
 async function fetchDocument(url: string, backend: ProtoBackend, timeoutMs: number, options: { absentIsEmpty?: boolean } = {}): Promise<Record<string, unknown>> {
-  const answer = await getJson(url, { headers: backend.config.headers, timeoutMs });
+  const answer = await getJson(url, { headers: backend.config.headers, timeoutMs, dispatcher: backend.connections?.dispatcher });
   if (answer.status === 404 && options.absentIsEmpty) return {};
   const body = answer.body;
   if (answer.status !== 200 || !body || typeof body !== 'object' || Array.isArray(body)) {

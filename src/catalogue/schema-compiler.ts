@@ -69,3 +69,18 @@ function problemOf(error: ErrorObject): DataProblem {
 function escapePointer(token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
 }
+
+/** The longest refusal message `describeProblems` builds, in characters (a longer one ends with "…"). */
+export const MAX_PROBLEM_MESSAGE_LENGTH = 500;
+
+/**
+ * A refusal message that names each problem (`data is not a valid PlaceOrder: /sku must NOT have
+ * fewer than 1 characters; /qty must be >= 1`), for clients that surface only `error.message` (MCP
+ * clients, LLM agents). At most `MAX_PROBLEM_MESSAGE_LENGTH` characters; `details.errors` keeps the
+ * full list.
+ */
+export function describeProblems(prefix: string, problems: DataProblem[]): string {
+  const listed = problems.map((p) => (p.path === '' ? p.message : `${p.path} ${p.message}`)).join('; ');
+  const message = listed === '' ? prefix : `${prefix}: ${listed}`;
+  return message.length <= MAX_PROBLEM_MESSAGE_LENGTH ? message : `${message.slice(0, MAX_PROBLEM_MESSAGE_LENGTH - 1)}…`;
+}

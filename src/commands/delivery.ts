@@ -2,10 +2,12 @@
  * The port between the dispatcher and the backend adapters (`backends/proto-dispatch.ts`,
  * `backends/legacy-dispatch.ts`): one attempt to deliver one outbox entry, and what it came to.
  * Also the result events the gateway emits itself (DESIGN.md, Conventions: "Events the gateway
- * emits itself"): `source` = the backend's source, a fresh UUID `id`, `correlationid` = the command
- * id, and for failures `data: { error: { code, message, status? } }`.
+ * emits itself"): `source` = the backend's source, `correlationid` = the command id, for failures
+ * `data: { error: { code, message, status? } }`, and a deterministic `id` (`resultEventId`): a crash
+ * between appending a result event and completing the outbox entry re-delivers the command, and the
+ * second result event has the same id, so the log keeps one (exactly once in the log).
  */
-import { randomUUID } from 'node:crypto';
+import { v5 as uuidv5 } from 'uuid';
 import type { CloudEvent } from '../log/EventLog.ts';
 import type { OutboxEntry } from './CommandStore.ts';
 
@@ -47,11 +49,19 @@ export interface ResultEventFields {
   data: Record<string, unknown>;
 }
 
-/** An event the gateway emits itself: fresh UUID, now, no `dataschema`. */
+/** The project's UUIDv5 namespace for the ids of result events. Never change it: stored ids depend on it. */
+export const RESULT_EVENT_NAMESPACE = '581ef00f-78f4-4bfd-b46b-c10d580b48f4';
+
+/** The id of the result event of `commandId` with `outcome` (the event type): a UUIDv5, the same on every re-delivery. */
+export function resultEventId(commandId: string, outcome: string): string {
+  return uuidv5(`${commandId}\n${outcome}`, RESULT_EVENT_NAMESPACE);
+}
+
+/** An event the gateway emits itself: a deterministic id (`resultEventId` of the command id and type), now, no `dataschema`. */
 export function resultEvent(fields: ResultEventFields): CloudEvent {
   return {
     specversion: '1.0',
-    id: randomUUID(),
+    id: resultEventId(fields.correlationId, fields.type),
     source: fields.source,
     type: fields.type,
     datacontenttype: 'application/json',

@@ -6,6 +6,7 @@
  * → `201 { id }`. Each step has one job and throws a catalogued `ProtoError` to refuse.
  */
 import type { CommandCatalogue, CommandEntry } from '../catalogue/command-catalogue.ts';
+import { describeProblems } from '../catalogue/schema-compiler.ts';
 import { isProtoError, ProtoError } from '../errors.ts';
 import type { CommandMetrics } from '../metrics/commands.ts';
 import type { CommandAnswer, CommandStore, IdempotencyRecord } from './CommandStore.ts';
@@ -129,7 +130,7 @@ function dataschemaStep(catalogue: CommandCatalogue): Step {
 
 function validationStep(draft: Draft): void {
   const errors = draft.entry!.validate(draft.envelope!.data);
-  if (errors.length > 0) throw new ProtoError('VALIDATION_FAILED', `data is not a valid ${draft.entry!.type}`, { errors });
+  if (errors.length > 0) throw new ProtoError('VALIDATION_FAILED', describeProblems(`data is not a valid ${draft.entry!.type}`, errors), { errors });
 }
 
 /**

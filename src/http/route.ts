@@ -46,6 +46,8 @@ export interface Route {
   scope?: Scope;
   /** No credentials needed (discovery, health, schemas, spec pages). */
   public?: boolean;
+  /** Still answered while the gateway shuts down (health and readiness); every other route then answers 503 `NOT_READY`. */
+  duringShutdown?: boolean;
   /** Returns a reply, or `undefined` when it wrote the response itself (streams, pass-through). */
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
 }

@@ -3,6 +3,11 @@
  * DESIGN.md (route 404/405 → authentication 401 → scope 403 → the handler, which reads its body
  * within the size and depth limits), gets an `X-Request-Id`, is logged once and counted in the
  * metrics. Every refusal is the protocol's error body.
+ *
+ * Shutdown has two steps. `refuse()`: the listener stays open, but every new request except the
+ * routes marked `duringShutdown` (health, readiness) is answered 503 `NOT_READY` with
+ * `Connection: close`, so load balancers and clients move elsewhere while the components drain;
+ * `settled()` waits for the requests already in flight. `close()`: the listener closes.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,16 +35,30 @@ export interface HttpServerOptions {
 export interface HttpServer {
   readonly server: Server;
   listen(host: string, port: number): Promise<AddressInfo>;
+  /** Shutdown begins: new requests are answered 503 `NOT_READY` (`duringShutdown` routes excepted), idle keep-alive connections close. Idempotent. */
+  refuse(): void;
+  /** Resolves once no request admitted before `refuse()` is still being answered, or after `timeoutMs`. */
+  settled(timeoutMs: number): Promise<void>;
   /** Stops accepting, lets in-flight requests finish within `timeoutMs`, then cuts what is left. */
   close(timeoutMs: number): Promise<void>;
+}
+
+/** What the request handler shares with the shutdown steps. */
+interface ServerState {
+  refusing: boolean;
+  /** Admitted requests whose response has not ended (streams included until they end). */
+  inFlight: number;
+  /** Called whenever `inFlight` drops to zero. */
+  onSettled: Set<() => void>;
 }
 
 /** Builds the HTTP front. Nothing listens until `listen()`. */
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   // Node's default requestTimeout (5 min to receive a request) stays: it bounds slow uploads and
   // does not touch long responses such as event streams.
+  const state: ServerState = { refusing: false, inFlight: 0, onSettled: new Set() };
   const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
-    void handle(options, req, res);
+    void handle(options, state, req, res);
   });
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
@@ -55,11 +74,39 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           resolve(server.address() as AddressInfo);
         });
       }),
+    refuse() {
+      if (state.refusing) return;
+      state.refusing = true;
+      server.closeIdleConnections();
+    },
+    settled: (timeoutMs) => settled(state, timeoutMs),
     close(timeoutMs) {
       closing ??= drain(server, timeoutMs);
       return closing;
     },
   };
+}
+
+function settled(state: ServerState, timeoutMs: number): Promise<void> {
+  if (state.inFlight === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      state.onSettled.delete(done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    state.onSettled.add(done);
+  });
+}
+
+/** Counts a request as in flight until its response ends (or its connection goes). */
+function admit(state: ServerState, res: ServerResponse): void {
+  state.inFlight += 1;
+  res.once('close', () => {
+    state.inFlight -= 1;
+    if (state.inFlight === 0) for (const done of [...state.onSettled]) done();
+  });
 }
 
 async function drain(server: Server, timeoutMs: number): Promise<void> {
@@ -71,7 +118,7 @@ async function drain(server: Server, timeoutMs: number): Promise<void> {
   clearTimeout(deadline);
 }
 
-async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(options: HttpServerOptions, state: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const started = process.hrtime.bigint();
   const requestId = requestIdOf(req);
   const log = options.logger.child({ reqId: requestId });
@@ -80,6 +127,8 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   const method = req.method ?? 'GET';
   let routeLabel = 'unmatched';
   res.setHeader('X-Request-Id', requestId);
+  // While shutting down every answer ends its connection: the client's next request goes elsewhere.
+  if (state.refusing) res.setHeader('Connection', 'close');
   options.cors.apply(req, res);
   res.once('close', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -94,6 +143,8 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
       return;
     }
     routeLabel = match.route.path;
+    if (state.refusing && !match.route.duringShutdown) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
+    admit(state, res);
     const principal = match.route.public ? anonymousCaller() : options.authenticate(req, url.searchParams);
     if (!match.route.public) requireScope(principal, match.route.scope ?? defaultScope(match.route.method));
     const ctx: RequestContext = {

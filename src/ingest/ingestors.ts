@@ -105,6 +105,7 @@ export class IngestorSet {
       mode: backend.config.events.follow,
       intervalMs: backend.config.events.intervalMs,
       headers: backend.config.headers,
+      dispatcher: backend.connections?.dispatcher,
       rewrite: (event) => publicEvent(backend, event),
       logger: o.logger,
       metrics: o.metrics,

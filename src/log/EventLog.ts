@@ -5,6 +5,8 @@
  */
 
 /** A CloudEvents 1.0 envelope (PROTOCOL.md 2.5). Extension attributes are kept as received. */
+import type { PruneResult, RetentionLimits } from './retention.ts';
+
 export interface CloudEvent {
   specversion: string;
   id: string;
@@ -102,8 +104,12 @@ export interface EventLog {
 
 /** Optional ability: retention (events.retention). */
 export interface RetainingLog {
-  /** Deletes the oldest events beyond `maxEvents` and those older than `maxAgeMs` (by append time). Returns how many. */
-  prune(limits: { maxEvents: number; maxAgeMs: number }, nowMs?: number): Promise<number>;
+  /**
+   * Deletes the oldest events beyond `maxEvents` and those older than `maxAgeMs` (by append time),
+   * never one after `keepAfter` (a durable reader has not read it). Returns how many it deleted and
+   * how many the rules wanted deleted but `keepAfter` kept.
+   */
+  prune(limits: RetentionLimits, nowMs?: number): Promise<PruneResult>;
 }
 
 /** Type guard for the retention ability. */

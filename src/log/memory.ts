@@ -19,7 +19,7 @@ import type {
 } from './EventLog.ts';
 import { assertPageArgs, eventKeys, matchesFilter, storedEvent, type EventKeys } from './event-query.ts';
 import { ListenerSet, type ListenerErrorHandler } from './listeners.ts';
-import { excessEvents, expiryCutoffMs, type RetentionLimits } from './retention.ts';
+import { excessEvents, expiryCutoffMs, splitAtFloor, type PruneResult, type RetentionLimits } from './retention.ts';
 
 /** One event as the memory store keeps it. */
 interface MemoryRow extends EventKeys {
@@ -120,16 +120,18 @@ export class MemoryEventLog implements EventLog, RetainingLog {
    * Deletes the events appended before `nowMs - maxAgeMs` and the oldest beyond `maxEvents`; a limit
    * of 0 disables its rule. Survivors keep their positions. Returns how many were deleted.
    */
-  async prune(limits: RetentionLimits, nowMs: number = Date.now()): Promise<number> {
+  async prune(limits: RetentionLimits, nowMs: number = Date.now()): Promise<PruneResult> {
     this.#assertOpen();
     const cutoff = expiryCutoffMs(limits, nowMs);
-    let removed = excessEvents(limits, this.#rows.length);
+    let wanted = excessEvents(limits, this.#rows.length);
     if (cutoff !== undefined) {
-      while (removed < this.#rows.length && this.#rows[removed].appendedMs < cutoff) removed++;
+      while (wanted < this.#rows.length && this.#rows[wanted].appendedMs < cutoff) wanted++;
     }
-    for (const row of this.#rows.slice(0, removed)) this.#byId.delete(row.id);
-    this.#rows = this.#rows.slice(removed);
-    return removed;
+    const deletable = limits.keepAfter === undefined ? this.#rows.length : this.#firstIndexAfter(limits.keepAfter);
+    const result = splitAtFloor(wanted, deletable);
+    for (const row of this.#rows.slice(0, result.removed)) this.#byId.delete(row.id);
+    this.#rows = this.#rows.slice(result.removed);
+    return result;
   }
 
   /** Drops every event, checkpoint and listener. Safe to call twice. */

@@ -8,6 +8,23 @@
 export interface RetentionLimits {
   maxEvents: number;
   maxAgeMs: number;
+  /**
+   * Events at positions after this one are kept whatever the rules say: a durable reader (the
+   * webhook fan-out) has not read them yet. Undefined = no such reader.
+   */
+  keepAfter?: number;
+}
+
+/** What a retention pass did: events deleted, and events the rules would delete but `keepAfter` kept. */
+export interface PruneResult {
+  removed: number;
+  heldBack: number;
+}
+
+/** Of a prefix of `wanted` events the rules would delete, the part at or before `keepAfter` (`deletable`) and the rest. */
+export function splitAtFloor(wanted: number, deletable: number): PruneResult {
+  const removed = Math.min(wanted, deletable);
+  return { removed, heldBack: wanted - removed };
 }
 
 /** Events appended strictly before this epoch-ms instant are expired; undefined when the age rule is off. */

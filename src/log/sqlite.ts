@@ -29,7 +29,7 @@ import type {
 } from './EventLog.ts';
 import { assertPageArgs, eventKeys, storedEvent } from './event-query.ts';
 import { ListenerSet, type ListenerErrorHandler } from './listeners.ts';
-import { excessEvents, expiryCutoffMs, type RetentionLimits } from './retention.ts';
+import { excessEvents, expiryCutoffMs, type PruneResult, type RetentionLimits } from './retention.ts';
 import { SqliteHandle } from '../storage/sqlite.ts';
 
 /** Options of the SQLite store. */
@@ -100,6 +100,8 @@ interface Statements {
   lastAppendedMs: StatementSync;
   deleteOldest: StatementSync;
   deleteExpired: StatementSync;
+  firstUnexpired: StatementSync;
+  countBetween: StatementSync;
 }
 
 interface PageRow {
@@ -191,11 +193,17 @@ export class SqliteEventLog implements EventLog, RetainingLog {
    * limit of 0 disables its rule. Works in transactions of `PRUNE_BATCH` events and yields to the
    * event loop between them. Survivors keep their positions. Returns how many were deleted.
    */
-  async prune(limits: RetentionLimits, nowMs: number = Date.now()): Promise<number> {
+  async prune(limits: RetentionLimits, nowMs: number = Date.now()): Promise<PruneResult> {
     void this.#sqlite.statements; // throws when not open, before any work
     const cutoff = expiryCutoffMs(limits, nowMs);
-    const expired = cutoff === undefined ? 0 : await this.#pruneExpired(cutoff);
-    return expired + (await this.#pruneExcess(limits));
+    const floor = limits.keepAfter ?? Number.MAX_SAFE_INTEGER;
+    const expired = cutoff === undefined ? 0 : await this.#pruneExpired(cutoff, floor);
+    const removed = expired + (await this.#pruneExcess(limits, floor));
+    if (limits.keepAfter === undefined || !this.#sqlite.isOpen) return { removed, heldBack: 0 };
+    // What the rules still want gone lies right after the floor (both rules delete a prefix).
+    const excess = excessEvents(limits, await this.count());
+    const expiredHeld = cutoff === undefined ? 0 : this.#expiredAfter(limits.keepAfter, cutoff);
+    return { removed, heldBack: Math.max(excess, expiredHeld) };
   }
 
   /** Closes the database (after `PRAGMA optimize`) and drops the listeners. Safe to call twice. */
@@ -217,30 +225,37 @@ export class SqliteEventLog implements EventLog, RetainingLog {
   }
 
   /** Deletes the events appended before `cutoffMs`, batch by batch; returns how many. */
-  async #pruneExpired(cutoffMs: number): Promise<number> {
+  async #pruneExpired(cutoffMs: number, floor: number): Promise<number> {
     // appended_ms never decreases along positions, so expired events are a prefix: each batch looks
     // at the oldest PRUNE_BATCH events only, and a short batch means the prefix is gone.
     let removed = 0;
     let n = PRUNE_BATCH;
     while (n === PRUNE_BATCH && this.#sqlite.isOpen) {
-      n = await this.#deleteBatch((sql) => sql.deleteExpired.run(PRUNE_BATCH, cutoffMs).changes);
+      n = await this.#deleteBatch((sql) => sql.deleteExpired.run(floor, PRUNE_BATCH, cutoffMs).changes);
       removed += n;
     }
     return removed;
   }
 
   /** Deletes the oldest events beyond `maxEvents`, batch by batch; returns how many. */
-  async #pruneExcess(limits: RetentionLimits): Promise<number> {
+  async #pruneExcess(limits: RetentionLimits, floor: number): Promise<number> {
     let removed = 0;
     let excess = excessEvents(limits, await this.count());
     while (excess > 0 && this.#sqlite.isOpen) {
       const batch = Math.min(excess, PRUNE_BATCH);
-      const n = await this.#deleteBatch((sql) => sql.deleteOldest.run(batch).changes);
+      const n = await this.#deleteBatch((sql) => sql.deleteOldest.run(floor, batch).changes);
       removed += n;
       // n = 0 only if another writer emptied the table: stop rather than spin on a stale count.
       excess = n > 0 && this.#sqlite.isOpen ? excessEvents(limits, await this.count()) : 0;
     }
     return removed;
+  }
+
+  /** How many events after `floor` were appended before `cutoffMs` (they form a prefix of what follows the floor). */
+  #expiredAfter(floor: number, cutoffMs: number): number {
+    const { firstUnexpired, countBetween } = this.#sqlite.statements;
+    const end = firstUnexpired.get(floor, cutoffMs)?.position as number | undefined;
+    return countBetween.get(floor, end ?? Number.MAX_SAFE_INTEGER)!.n as number;
   }
 
   /** Runs one delete of a prune in its own transaction, then lets the event loop run (appends, reads, close). */
@@ -270,7 +285,7 @@ export class SqliteEventLog implements EventLog, RetainingLog {
 }
 
 function prepareStatements(db: DatabaseSync): Statements {
-  const oldest = 'SELECT position FROM events ORDER BY position LIMIT ?';
+  const oldest = 'SELECT position FROM events WHERE position <= ? ORDER BY position LIMIT ?';
   return {
     insert: db.prepare(
       `INSERT OR IGNORE INTO events (id, type, source, correlationid, time_ms, backend, appended_ms, envelope)
@@ -286,6 +301,8 @@ function prepareStatements(db: DatabaseSync): Statements {
     lastAppendedMs: db.prepare('SELECT appended_ms FROM events ORDER BY position DESC LIMIT 1'),
     deleteOldest: db.prepare(`DELETE FROM events WHERE position IN (${oldest})`),
     deleteExpired: db.prepare(`DELETE FROM events WHERE position IN (${oldest}) AND appended_ms < ?`),
+    firstUnexpired: db.prepare('SELECT position FROM events WHERE position > ? AND appended_ms >= ? ORDER BY position LIMIT 1'),
+    countBetween: db.prepare('SELECT COUNT(*) AS n FROM events WHERE position > ? AND position < ?'),
   };
 }
 

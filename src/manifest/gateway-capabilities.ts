@@ -22,7 +22,9 @@ export const EVENTS_CAPABILITY: CapabilitySpec = {
     { method: 'DELETE', path: '/subscriptions/{id}', description: 'Remove a webhook subscription and its pending deliveries' },
     { method: 'GET', path: '/subscriptions/{id}/deliveries', description: 'Deliveries of a subscription: status (pending, in-flight, succeeded, dead), limit, after' },
   ],
-  push: { sse: true, webhook: true, mcp: false, a2a: false },
+  // Only channels that are served, never `false`: absence means "not supported" (PROTOCOL.md 2.3), and the
+  // published discovery schema allows only sse, webhook and mcp here (A2A is announced by its service block).
+  push: { sse: true, webhook: true },
 };
 
 /** The commands capability: the aggregated command catalogue, its schemas and the one write path. */

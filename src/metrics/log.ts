@@ -23,3 +23,16 @@ export function logMetrics(registry: Registry, log: EventLog): void {
     },
   });
 }
+
+/**
+ * Registers `proto_gateway_log_retention_held_back`: events the retention limits would delete but a
+ * durable reader (the webhook fan-out) has not read yet. Returns the setter the pruner calls.
+ */
+export function retentionHeldBack(registry: Registry): (count: number) => void {
+  const gauge = new Gauge({
+    name: 'proto_gateway_log_retention_held_back',
+    help: 'Events past the retention limits kept because a durable reader (webhook fan-out) has not read them yet.',
+    registers: [registry],
+  });
+  return (count) => gauge.set(count);
+}

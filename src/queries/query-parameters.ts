@@ -6,6 +6,7 @@
  * `details.errors: [{ path, message }]` (JSON Pointers into the parameters object).
  */
 import type { QueryEntry } from '../catalogue/query-catalogue.ts';
+import { describeProblems } from '../catalogue/schema-compiler.ts';
 import { ProtoError } from '../errors.ts';
 
 /** Parameters in one query string at most (a longer one is refused). */
@@ -27,7 +28,7 @@ export function parametersOf(query: URLSearchParams, omit?: string): Record<stri
 export function checkParameters(entry: QueryEntry, params: Record<string, unknown>): void {
   const errors = entry.validate?.(params) ?? [];
   if (errors.length === 0) return;
-  throw new ProtoError('INVALID_PARAMETER', `the parameters of query ${entry.schema} are not valid`, { errors });
+  throw new ProtoError('INVALID_PARAMETER', describeProblems(`the parameters of query ${entry.schema} are not valid`, errors), { errors });
 }
 
 /** The query string of the `query` expression's result: arrays repeat, objects become JSON, null and undefined are left out. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/app.ts';
 import { closeAll, gatewayYaml, getJson, startTestGateway } from '../support/gateway.ts';
+import { describeProblems } from '../../src/catalogue/schema-compiler.ts';
 import { authorizePayment, exampleBackends, FAST_DISPATCH, ordersBackend, placeOrder, post, protoBackend } from './support.ts';
 
 let gw: Gateway;
@@ -105,6 +106,17 @@ describe('POST /commands: the order of checks', () => {
     );
     const nested = await post(`${gw.url}commands`, authorizePayment({ orderId: 7, amount: -1 }), writer);
     expect(expectError(nested, 400, 'VALIDATION_FAILED').details.errors.map((e: { path: string }) => e.path).sort()).toEqual(['/amount', '/orderId']);
+  });
+
+  it('names each violation in error.message, for clients that show only the message (MCP clients, agents)', async () => {
+    const error = expectError(await post(`${gw.url}commands`, placeOrder({ sku: '', qty: 0 }), writer), 400, 'VALIDATION_FAILED');
+    expect(error.message).toMatch(/^data is not a valid PlaceOrder: /);
+    for (const problem of error.details.errors as Array<{ path: string; message: string }>) {
+      expect(error.message).toContain(`${problem.path} ${problem.message}`);
+    }
+    const long = describeProblems('data is not a valid PlaceOrder', Array.from({ length: 50 }, (_, i) => ({ path: `/field${i}`, message: 'must be a string of a sensible length' })));
+    expect(long.length).toBe(500);
+    expect(long.endsWith('…')).toBe(true);
   });
 
   it('accepts both dataschema forms and answers 201 { id }', async () => {

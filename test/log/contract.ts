@@ -313,13 +313,13 @@ export function eventLogContract(name: string, make: () => Promise<EventLog> | E
         if (!canPrune(log)) return;
         const { appended } = await log.append(series('r', 10));
         const head = await log.head();
-        expect(await log.prune({ maxEvents: 4, maxAgeMs: 0 })).toBe(6);
+        expect((await log.prune({ maxEvents: 4, maxAgeMs: 0 })).removed).toBe(6);
         expect(await log.count()).toBe(4);
         expect(await log.head()).toBe(head);
         expect((await log.query({}, 0, 100)).events).toEqual(appended.slice(6));
         expect(await log.positionOf('r-5')).toBeUndefined();
         expect(await log.positionOf('r-6')).toBe(appended[6].position);
-        expect(await log.prune({ maxEvents: 4, maxAgeMs: 0 })).toBe(0);
+        expect((await log.prune({ maxEvents: 4, maxAgeMs: 0 })).removed).toBe(0);
       });
 
       it('prunes by append age', async () => {
@@ -330,7 +330,7 @@ export function eventLogContract(name: string, make: () => Promise<EventLog> | E
         await clockPast(mark);
         const fresh = await log.append(series('new', 2));
         const maxAgeMs = 60_000;
-        expect(await log.prune({ maxEvents: 0, maxAgeMs }, mark + maxAgeMs)).toBe(3);
+        expect((await log.prune({ maxEvents: 0, maxAgeMs }, mark + maxAgeMs)).removed).toBe(3);
         expect((await log.query({}, 0, 100)).events).toEqual(fresh.appended);
         expect(await log.positionOf(old.appended[0].event.id)).toBeUndefined();
         expect(await log.count()).toBe(2);
@@ -340,17 +340,37 @@ export function eventLogContract(name: string, make: () => Promise<EventLog> | E
         if (!canPrune(log)) return;
         await log.append(series('z', 3));
         const head = await log.head();
-        expect(await log.prune({ maxEvents: 0, maxAgeMs: 1 }, Date.now() + 10_000)).toBe(3);
+        expect((await log.prune({ maxEvents: 0, maxAgeMs: 1 }, Date.now() + 10_000)).removed).toBe(3);
         expect(await log.count()).toBe(0);
         expect(await log.head()).toBe(0);
         const { appended } = await log.append(series('after', 1));
         expect(appended[0].position).toBeGreaterThan(head);
       });
 
+      it('never prunes an event after keepAfter (a durable reader has not read it) and reports what it held back', async () => {
+        if (!canPrune(log)) return;
+        const { appended } = await log.append(series('h', 10));
+        const keepAfter = appended[2].position;
+        expect(await log.prune({ maxEvents: 4, maxAgeMs: 0, keepAfter })).toEqual({ removed: 3, heldBack: 3 });
+        expect((await log.query({}, 0, 100)).events).toEqual(appended.slice(3));
+        // The reader moves on: what was held back goes at the next pass.
+        expect(await log.prune({ maxEvents: 4, maxAgeMs: 0, keepAfter: appended[9].position })).toEqual({ removed: 3, heldBack: 0 });
+        expect(await log.count()).toBe(4);
+      });
+
+      it('holds expired events back the same way', async () => {
+        if (!canPrune(log)) return;
+        const { appended } = await log.append(series('e', 5));
+        const later = Date.now() + 10_000;
+        expect(await log.prune({ maxEvents: 0, maxAgeMs: 1, keepAfter: appended[1].position }, later)).toEqual({ removed: 2, heldBack: 3 });
+        expect(await log.prune({ maxEvents: 0, maxAgeMs: 1, keepAfter: 0 }, later)).toEqual({ removed: 0, heldBack: 3 });
+        expect(await log.prune({ maxEvents: 0, maxAgeMs: 1 }, later)).toEqual({ removed: 3, heldBack: 0 });
+      });
+
       it('treats 0 limits as disabled', async () => {
         if (!canPrune(log)) return;
         await log.append(series('keep', 3));
-        expect(await log.prune({ maxEvents: 0, maxAgeMs: 0 }, Date.now() + 1e9)).toBe(0);
+        expect((await log.prune({ maxEvents: 0, maxAgeMs: 0 }, Date.now() + 1e9)).removed).toBe(0);
         expect(await log.count()).toBe(3);
       });
     });

@@ -105,11 +105,11 @@ describe('SqliteEventLog', () => {
   it('prunes in batches larger than one transaction', async () => {
     const batch = Array.from({ length: 12_000 }, (_, i) => ({ event: cloudEvent(`bulk-${i}`) }));
     await log.append(batch);
-    expect(await log.prune({ maxEvents: 500, maxAgeMs: 0 })).toBe(11_500);
+    expect((await log.prune({ maxEvents: 500, maxAgeMs: 0 })).removed).toBe(11_500);
     expect(await log.count()).toBe(500);
     expect(await log.positionOf('bulk-11499')).toBeUndefined();
     expect(await log.positionOf('bulk-11500')).toBeDefined();
-    expect(await log.prune({ maxEvents: 0, maxAgeMs: 1 }, Date.now() + 1000)).toBe(500);
+    expect((await log.prune({ maxEvents: 0, maxAgeMs: 1 }, Date.now() + 1000)).removed).toBe(500);
   });
 
   it('keeps every acknowledged append across a SIGKILL', async () => {

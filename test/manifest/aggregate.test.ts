@@ -58,6 +58,16 @@ describe('aggregated public manifest', () => {
     expect(services['com.example.orders']).toEqual({ version: '1.0.0', description: 'Orders (legacy REST)', http: { endpoint: `${gw.url}services/orders/` } });
   });
 
+  it('declares in the events push block only the channels it serves, each true, within the published keys (sse, webhook, mcp)', async () => {
+    const { manifest } = await setup();
+    const events = manifest.PROTO.capabilities.find((c: { name: string }) => c.name === 'io.proto.agents.events');
+    expect(events.push).toEqual({ sse: true, webhook: true });
+    // The schema closes push to the three published keys: an a2a flag (or any false) fails validation.
+    const withA2a = structuredClone(manifest);
+    withA2a.PROTO.capabilities.find((c: { name: string }) => c.name === 'io.proto.agents.events').push.a2a = false;
+    expect(validateManifest(withA2a)).toBe(false);
+  });
+
   it('drops the mcp and a2a blocks it does not front and the backend\'s own io.proto.* capabilities', async () => {
     const { manifest } = await setup();
     const payments = manifest.PROTO.services['com.example.payments'];

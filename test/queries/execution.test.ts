@@ -55,6 +55,7 @@ describe('legacy queries', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('INVALID_PARAMETER');
     expect(bad.body.error.details.errors).toEqual([expect.objectContaining({ path: '/limit' })]);
+    expect(bad.body.error.message).toContain(`/limit ${bad.body.error.details.errors[0].message}`);
     const missing = await getJson(`${gw.url}queries/probe`);
     expect(missing.status).toBe(400);
     expect(missing.body.error.details.errors).toEqual([expect.objectContaining({ path: '/limit' })]);

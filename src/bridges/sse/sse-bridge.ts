@@ -24,6 +24,8 @@ export interface SseBridgeOptions {
   backends: BackendDirectory;
   metrics: SseMetrics;
   logger: Logger;
+  /** The backends' own ids of commands: a `correlationId` stream also matches them (and those learnt while it is open). */
+  correlationAliases?: { aliasesOf(id: string): Promise<string[]>; watch(watcher: (id: string, alias: string) => void): () => void };
 }
 
 /** The bridge: its hub (a component to start and close) and its routes. */
@@ -35,9 +37,14 @@ export interface SseBridge {
 /** Builds the hub and the two stream routes. */
 export function sseBridge(options: SseBridgeOptions): SseBridge {
   const hub = new SseHub({ source: options.source, config: options.config, metrics: options.metrics, logger: options.logger });
-  const stream = (ctx: RequestContext, backend?: string): undefined => {
+  const aliases = options.correlationAliases;
+  aliases?.watch((id, alias) => hub.addAlias(id, alias));
+  const stream = async (ctx: RequestContext, backend?: string): Promise<undefined> => {
     if (ctx.req.method === 'HEAD') return void headOnly(ctx);
-    hub.open({ res: ctx.res, principal: ctx.principal === ANONYMOUS ? undefined : ctx.principal.id, filter: streamFilter(ctx.query, backend), lastEventId: lastEventIdOf(ctx) });
+    let filter = streamFilter(ctx.query, backend);
+    const aliasesFor = aliases ? filter.correlationId : undefined;
+    if (aliasesFor !== undefined) filter = await withAliases(filter, aliasesFor, aliases!);
+    hub.open({ res: ctx.res, principal: ctx.principal === ANONYMOUS ? undefined : ctx.principal.id, filter, lastEventId: lastEventIdOf(ctx), aliasesFor });
     return undefined;
   };
   const service = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
@@ -61,6 +68,13 @@ export function streamFilter(query: URLSearchParams, backend?: string): EventFil
   if (correlationId !== undefined) filter.correlationId = correlationId;
   if (backend !== undefined) filter.backend = backend;
   return filter;
+}
+
+/** The filter with `correlationId` widened to the command's aliases known now (the hub adds later ones). */
+async function withAliases(filter: EventFilter, id: string, aliases: { aliasesOf(id: string): Promise<string[]> }): Promise<EventFilter> {
+  const { correlationId: _id, ...rest } = filter;
+  const known = (await aliases.aliasesOf(id)).filter((alias) => alias !== id);
+  return { ...rest, correlationIds: [id, ...known] };
 }
 
 /** The id to resume after: the header a reconnecting EventSource sends wins over the query parameter. */

@@ -7,7 +7,7 @@
  * It knows bytes, not events: what to send, and when, is the subscriber's business.
  */
 import type { ServerResponse } from 'node:http';
-import { KEEPALIVE_FRAME, retryFrame } from './sse-frame.ts';
+import { KEEPALIVE_FRAME, SHUTDOWN_FRAME, retryFrame } from './sse-frame.ts';
 
 /** Why a stream ended. */
 export type CloseReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error';
@@ -104,8 +104,9 @@ export class SseConnection implements StreamWriter {
 
   /**
    * Ends the stream. A slow consumer is cut at once (its unread bytes are dropped, which is the
-   * point); other endings flush what was written, and at shutdown the socket is closed after
-   * that so the server's drain does not wait on an idle keep-alive connection. Idempotent.
+   * point); other endings flush what was written, and at shutdown a final `: shutdown` comment
+   * is written and the socket is closed after it, so the server's drain does not wait on an idle
+   * keep-alive connection. Idempotent.
    */
   close(reason: CloseReason): void {
     if (this.#closed) return;
@@ -113,7 +114,7 @@ export class SseConnection implements StreamWriter {
     clearInterval(this.#keepalive);
     const res = this.#res;
     if (reason === 'slow' || reason === 'error') res.destroy();
-    else if (reason === 'shutdown') res.end(() => res.socket?.destroy());
+    else if (reason === 'shutdown') res.end(SHUTDOWN_FRAME, () => res.socket?.destroy());
     else if (reason !== 'client') res.end();
     this.#options.onClose(reason);
   }

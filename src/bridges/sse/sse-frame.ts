@@ -12,6 +12,9 @@ export const RETRY_MS = 2000;
 /** A keepalive comment (PROTOCOL.md 4.3, rule 6). */
 export const KEEPALIVE_FRAME: Buffer = Buffer.from(': keepalive\n\n');
 
+/** The last comment of a stream the gateway ends because it shuts down (the client reconnects elsewhere with `Last-Event-ID`). */
+export const SHUTDOWN_FRAME: Buffer = Buffer.from(': shutdown\n\n');
+
 /** The comment that opens a stream whose `Last-Event-ID` is no longer (or never was) in the log. */
 export const RESET_FRAME: Buffer = Buffer.from(': reset\n\n');
 

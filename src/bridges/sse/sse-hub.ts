@@ -12,7 +12,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { SseConfig } from '../../config/types.ts';
 import { ProtoError } from '../../errors.ts';
-import type { EventFilter, EventLog, StoredEvent } from '../../log/EventLog.ts';
+import { MAX_CORRELATION_IDS, type EventFilter, type EventLog, type StoredEvent } from '../../log/EventLog.ts';
 import { eventKeys } from '../../log/event-query.ts';
 import type { SseMetrics } from '../../metrics/sse.ts';
 import { SseConnection, type CloseReason } from './sse-connection.ts';
@@ -41,11 +41,18 @@ export interface StreamRequest {
   filter: EventFilter;
   /** From `Last-Event-ID` or `lastEventId`: replay the events after it. */
   lastEventId?: string;
+  /**
+   * The command id whose correlation aliases the stream follows (`filter.correlationIds` holds it and
+   * the aliases known at open; `addAlias` appends the ones learnt later).
+   */
+  aliasesFor?: string;
 }
 
 /** One open stream in the registry. */
 interface OpenStream {
   principal?: string;
+  filter: EventFilter;
+  aliasesFor?: string;
   connection: SseConnection;
   subscriber: SseSubscriber;
 }
@@ -55,6 +62,8 @@ export class SseHub {
   readonly #options: SseHubOptions;
   readonly #streams = new Set<OpenStream>();
   readonly #perPrincipal = new Map<string, number>();
+  /** Open streams by the command id whose aliases they follow. */
+  readonly #byCommand = new Map<string, Set<OpenStream>>();
   #unsubscribe: (() => void) | undefined;
   #closed = false;
 
@@ -83,6 +92,17 @@ export class SseHub {
       this.#options.logger.warn({ err }, 'sse replay failed');
       connection.close('error');
     });
+  }
+
+  /**
+   * `alias` now also correlates command `id` (the dispatcher learnt the backend's own id): every open
+   * stream following `id` matches it from now on, so `closeOnTerminal` ends on the backend's terminal event.
+   */
+  addAlias(id: string, alias: string): void {
+    for (const stream of this.#byCommand.get(id) ?? []) {
+      const ids = stream.filter.correlationIds;
+      if (ids && !ids.includes(alias) && ids.length < MAX_CORRELATION_IDS) ids.push(alias);
+    }
   }
 
   /** Ends every stream now (shutdown begins; the HTTP drain need not wait for them). */
@@ -125,8 +145,12 @@ export class SseHub {
       { connection, source, filter: request.filter, closeOnTerminal: config.closeOnTerminal, maxHeldBytes: config.maxBufferedBytes, metrics },
       request.lastEventId !== undefined,
     );
-    const stream: OpenStream = { principal: request.principal, connection, subscriber };
+    const stream: OpenStream = { principal: request.principal, filter: request.filter, aliasesFor: request.aliasesFor, connection, subscriber };
     this.#streams.add(stream);
+    if (request.aliasesFor !== undefined) {
+      const following = this.#byCommand.get(request.aliasesFor) ?? new Set<OpenStream>();
+      this.#byCommand.set(request.aliasesFor, following.add(stream));
+    }
     if (request.principal !== undefined) this.#perPrincipal.set(request.principal, (this.#perPrincipal.get(request.principal) ?? 0) + 1);
     metrics.opened();
     return stream;
@@ -140,6 +164,11 @@ export class SseHub {
 
   #release(stream: OpenStream, reason: CloseReason): void {
     if (!this.#streams.delete(stream)) return;
+    if (stream.aliasesFor !== undefined) {
+      const following = this.#byCommand.get(stream.aliasesFor);
+      following?.delete(stream);
+      if (following?.size === 0) this.#byCommand.delete(stream.aliasesFor);
+    }
     if (stream.principal !== undefined) this.#releasePrincipal(stream.principal);
     this.#options.metrics.closed();
     if (reason === 'slow') this.#options.metrics.slowConsumer();

@@ -158,7 +158,7 @@ export class SseSubscriber {
   /** PROTOCOL.md 4.3 rule 7 and DESIGN.md (terminal types): a command's stream ends with its outcome. */
   #endIfTerminal(type: string): boolean {
     const { closeOnTerminal, filter } = this.#options;
-    if (!closeOnTerminal || filter.correlationId === undefined || !isTerminalType(type)) return false;
+    if (!closeOnTerminal || (filter.correlationId === undefined && filter.correlationIds === undefined) || !isTerminalType(type)) return false;
     this.#connection.close('terminal');
     return true;
   }

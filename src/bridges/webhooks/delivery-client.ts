@@ -9,7 +9,6 @@
  * system roots; response bodies are read up to `MAX_RESPONSE_BYTES` and dropped.
  */
 import { readFileSync } from 'node:fs';
-import type { LookupAddress } from 'node:dns';
 import { rootCertificates } from 'node:tls';
 import { Agent, request } from 'undici';
 import { isProtoError } from '../../errors.ts';
@@ -36,7 +35,6 @@ export interface DeliveryResponse extends AttemptResult {
   refusal?: RefusalReason;
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** Posts signed deliveries through SSRF-checked, address-pinned connections. */
 export class DeliveryClient {
@@ -50,7 +48,7 @@ export class DeliveryClient {
     this.#timeoutMs = options.timeoutMs;
     const ca = options.caFile ? [...rootCertificates, readFileSync(options.caFile, 'utf8')] : undefined;
     this.#agent = new Agent({
-      connect: { lookup: guardedLookup(options.guard), ...(ca ? { ca } : {}), timeout: options.timeoutMs },
+      connect: { lookup: options.guard.lookup, ...(ca ? { ca } : {}), timeout: options.timeoutMs },
       connections: options.connectionsPerOrigin ?? 4,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
@@ -81,22 +79,6 @@ export class DeliveryClient {
     this.#closed ??= this.#agent.close();
     return this.#closed;
   }
-}
-
-/** A `lookup` for net/tls sockets: every address of the host through the guard, or the refusal. */
-function guardedLookup(guard: SsrfGuard) {
-  return (hostname: string, options: { family?: number | string; all?: boolean }, callback: LookupCallback): void => {
-    guard.resolve(hostname).then(
-      (addresses) => {
-        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
-        const usable = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
-        if (usable.length === 0) return callback(Object.assign(new Error(`no IPv${family} address for ${hostname}`), { code: 'ENOTFOUND' }), []);
-        if (options.all) return callback(null, usable);
-        callback(null, usable[0].address, usable[0].family);
-      },
-      (err: NodeJS.ErrnoException) => callback(err, []),
-    );
-  };
 }
 
 /** The attempt result of an error: the guard's refusal, a timeout, or the network error's code. */

@@ -14,6 +14,7 @@
 import type { Logger } from 'pino';
 import { v5 as uuidv5 } from 'uuid';
 import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
+import type { DurableReader } from '../../log/pruner.ts';
 import type { DeliveryQueue, NewDelivery } from './DeliveryQueue.ts';
 import { wantsType, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
 
@@ -46,6 +47,21 @@ export interface FanOutOptions {
 /** The message id (`webhook-id`) of one event to one subscription: the same on every retry and re-enqueue. */
 export function messageId(subscriptionId: string, eventId: string): string {
   return `msg_${uuidv5(`${subscriptionId}\n${eventId}`, WEBHOOK_MESSAGE_NAMESPACE)}`;
+}
+
+/**
+ * The fan-out as a durable reader of the log: its saved checkpoint is the position retention must
+ * not pass (an event not yet fanned out would otherwise never be delivered). Read from the store, so
+ * it holds even while the fan-out is parked or not started.
+ */
+export function fanOutReader(log: Pick<EventLog, 'checkpoint'>): DurableReader {
+  return {
+    name: 'webhooks',
+    async readPosition() {
+      const saved = await log.checkpoint(FANOUT_CHECKPOINT);
+      return saved === undefined ? undefined : Number(saved);
+    },
+  };
 }
 
 /** Turns log appends into queued deliveries, from a durable position. */

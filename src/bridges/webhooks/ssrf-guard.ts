@@ -15,6 +15,7 @@
  * stricter mode (`allowPublic: false`): every address must lie inside `registry.allowNetworks`,
  * and refusals carry that feature's own code and field name.
  */
+import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -34,6 +35,9 @@ export interface ResolvedAddress {
  * not resolve. Default: `dns.lookup` with `all: true` (the system resolver, `/etc/hosts` included).
  */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+/** The callback of a socket `lookup` (node:net). */
+export type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** The system resolver: every address of `hostname`, in the order the OS gives them. */
 export const systemResolver: Resolver = async (hostname) =>
@@ -91,6 +95,25 @@ export class SsrfGuard {
     this.#resolver = options.resolver ?? systemResolver;
     this.#onRefusal = options.onRefusal ?? (() => {});
   }
+
+  /**
+   * A `lookup` for net/tls sockets (undici `connect.lookup`, `http.Agent` `lookup`): every address of
+   * the host through `resolve`, or the refusal. A connection made with it reaches only an address the
+   * guard allows at connect time, so DNS rebinding after a check cannot redirect it. The one
+   * implementation behind webhook deliveries and runtime-registered services.
+   */
+  readonly lookup = (hostname: string, options: { family?: number | string; all?: boolean }, callback: LookupCallback): void => {
+    this.resolve(hostname).then(
+      (addresses) => {
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0);
+        const usable = family === 4 || family === 6 ? addresses.filter((a) => a.family === family) : addresses;
+        if (usable.length === 0) return callback(Object.assign(new Error(`no IPv${family} address for ${hostname}`), { code: 'ENOTFOUND' }), []);
+        if (options.all) return callback(null, usable);
+        callback(null, usable[0].address, usable[0].family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, []),
+    );
+  };
 
   /** Checks everything but the addresses: scheme, user-info, host. Returns the parsed URL. */
   parse(raw: string): URL {

@@ -1,6 +1,7 @@
 /**
- * Operations endpoints: `/healthz` (200 while the process lives), `/readyz` (200 once listening
- * and every component is ready, else 503 `NOT_READY`) and `/metrics` (Prometheus text; needs
+ * Operations endpoints: `/healthz` (200 while the process lives, shutdown included), `/readyz`
+ * (200 once listening and every component is ready; 503 `NOT_READY` while starting and from the
+ * moment shutdown begins) and `/metrics` (Prometheus text; needs
  * `read` unless `metrics.public`).
  */
 import type { Registry } from 'prom-client';
@@ -17,11 +18,12 @@ export interface OpsOptions {
 /** The operations routes. */
 export function opsRoutes(options: OpsOptions): Route[] {
   return [
-    { method: 'GET', path: '/healthz', public: true, handle: () => ({ status: 200, body: { status: 'ok' } }) },
+    { method: 'GET', path: '/healthz', public: true, duringShutdown: true, handle: () => ({ status: 200, body: { status: 'ok' } }) },
     {
       method: 'GET',
       path: '/readyz',
       public: true,
+      duringShutdown: true,
       handle: () => {
         const pending = options.notReady();
         if (pending.length > 0) throw new ProtoError('NOT_READY', 'the gateway is not ready', { pending });

@@ -92,7 +92,8 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
     }),
   );
   const headers = { ...backend.config.headers, traceparent: ctx.traceparent };
-  proxy.web(ctx.req, ctx.res, { target, headers, buffer: body }, (err) => {
+  const agent = backend.connections?.httpAgent;
+  proxy.web(ctx.req, ctx.res, { target, headers, buffer: body, ...(agent && { agent }) }, (err) => {
     ctx.log.warn({ backend: backend.id, err: (err as Error).message, timedOut: state.timedOut }, 'pass-through failed');
     if (ctx.res.headersSent) {
       ctx.res.destroy();
