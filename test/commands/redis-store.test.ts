@@ -117,3 +117,29 @@ describe('RedisCommandStore waitAof', () => {
     }
   });
 });
+
+describe('RedisCommandStore waitReplicas with a replica', () => {
+  it('answers an accept once WAIT confirmed it on the replica, and the replica holds the record', async () => {
+    const primary = await PrivateRedis.start();
+    const replica = await PrivateRedis.start(['--replicaof', '127.0.0.1', String(primary.port)]);
+    const prefix = randomPrefix();
+    const store = new RedisCommandStore({ url: primary.url, prefix, waitReplicas: 1, waitTimeoutMs: 5_000 });
+    const onReplica = new RedisCommandStore({ url: replica.url, prefix });
+    try {
+      await store.open();
+      await onReplica.open();
+      const synced = new Redis(primary.url);
+      await expect.poll(async () => /connected_slaves:1/.test(await synced.info('replication')), { timeout: 20_000 }).toBe(true);
+      synced.disconnect();
+      const now = Date.now();
+      expect(await store.accept(record('r', { expiresMs: now + 60_000 }), outboxEntry('r'), now)).toBeUndefined();
+      // WAIT returned: the replica already has the write, no polling needed.
+      expect(await onReplica.find('r', now)).toEqual(record('r', { expiresMs: now + 60_000 }));
+    } finally {
+      await store.close();
+      await onReplica.close();
+      await replica.dispose();
+      await primary.dispose();
+    }
+  }, 60_000);
+});
