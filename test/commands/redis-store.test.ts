@@ -143,3 +143,26 @@ describe('RedisCommandStore waitReplicas with a replica', () => {
     }
   }, 60_000);
 });
+
+describe('RedisCommandStore through Sentinel (storage.redis.sentinels, name)', () => {
+  it('finds the master through the Sentinel and stores there', async () => {
+    const master = await PrivateRedis.start();
+    const sentinel = await PrivateRedis.sentinel(master, 'pgw-test');
+    const prefix = randomPrefix();
+    // The URL's host and port are not used with sentinels: the master comes from the Sentinel.
+    const store = new RedisCommandStore({ url: 'redis://127.0.0.1:1/0', prefix, sentinels: [{ host: '127.0.0.1', port: sentinel.port }], name: 'pgw-test' });
+    const direct = new RedisCommandStore({ url: master.url, prefix });
+    try {
+      await store.open();
+      await direct.open();
+      const now = Date.now();
+      expect(await store.accept(record('s', { expiresMs: now + 60_000 }), outboxEntry('s'), now)).toBeUndefined();
+      expect(await direct.find('s', now)).toEqual(record('s', { expiresMs: now + 60_000 }));
+    } finally {
+      await store.close();
+      await direct.close();
+      await sentinel.dispose();
+      await master.dispose();
+    }
+  }, 60_000);
+});

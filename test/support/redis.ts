@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +55,8 @@ export class PrivateRedis {
   readonly #args: string[];
   readonly #dir: string;
   #child: ChildProcess | undefined;
+  /** Set for a Sentinel: the whole command line. */
+  #command: string[] | undefined;
 
   private constructor(port: number, args: string[]) {
     this.port = port;
@@ -70,10 +72,22 @@ export class PrivateRedis {
     return redis;
   }
 
+  /** Starts a Sentinel on a free port monitoring `master` under the name `name` (its config file in its own directory). */
+  static async sentinel(master: PrivateRedis, name: string): Promise<PrivateRedis> {
+    const port = await freePort();
+    const redis = new PrivateRedis(port, []);
+    const conf = join(redis.#dir, 'sentinel.conf');
+    writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${redis.#dir}\nsentinel monitor ${name} 127.0.0.1 ${master.port} 1\n`);
+    redis.#command = ['redis-server', conf, '--sentinel'];
+    await redis.start();
+    return redis;
+  }
+
   /** Starts the server again (same port, same data directory) and waits until it answers PING. */
   async start(): Promise<void> {
     if (this.#child) return;
-    this.#child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.#dir, '--save', '', ...this.#args], { stdio: 'ignore' });
+    const [command, ...args] = this.#command ?? ['redis-server', '--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.#dir, '--save', '', ...this.#args];
+    this.#child = spawn(command!, args, { stdio: 'ignore' });
     const deadline = Date.now() + 20_000;
     for (;;) {
       const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
