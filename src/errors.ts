@@ -33,6 +33,8 @@ export const errorStatus = {
   INTERNAL: 500,
   /** A runtime service endpoint refused by the SSRF guard (`registry.allowNetworks`); `details.reason` as for webhooks. */
   SERVICE_ENDPOINT_REJECTED: 400,
+  /** `webhooks.maxSubscriptionsPerPrincipal` or `webhooks.maxSubscriptions` reached; `details.limit` says which. */
+  TOO_MANY_SUBSCRIPTIONS: 429,
 } as const;
 
 /** A stable, machine-readable error code. */

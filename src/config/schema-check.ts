@@ -14,6 +14,8 @@ export const configSchemaUrl = new URL('../../config/gateway.schema.json', impor
 
 /** Keyword of the config schema carrying a readable message for a failed `oneOf`. */
 const messageKeyword = 'x-message';
+/** Keyword of the config schema explaining why a required key is required (by key), appended to "missing required key". */
+const requiredWhyKeyword = 'x-required-why';
 
 let compiled: ValidateFunction | undefined;
 
@@ -30,6 +32,7 @@ export function configValidator(): ValidateFunction {
   if (compiled) return compiled;
   const ajv = withFormats(new Ajv({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true }));
   ajv.addKeyword(messageKeyword);
+  ajv.addKeyword(requiredWhyKeyword);
   compiled = ajv.compile(JSON.parse(readFileSync(configSchemaUrl, 'utf8')));
   return compiled;
 }
@@ -56,8 +59,10 @@ function reportError(error: ErrorObject, report: Reporter): void {
   switch (error.keyword) {
     case 'additionalProperties':
       return report([...path, String(params.additionalProperty)], 'unknown key', { at: 'key' });
-    case 'required':
-      return report(path, `missing required key "${String(params.missingProperty)}"`);
+    case 'required': {
+      const why = ((error.parentSchema as Record<string, unknown> | undefined)?.[requiredWhyKeyword] as Record<string, string> | undefined)?.[String(params.missingProperty)];
+      return report(path, `missing required key "${String(params.missingProperty)}"${why ? `: ${why}` : ''}`);
+    }
     case 'oneOf': {
       const custom = (error.parentSchema as Record<string, unknown> | undefined)?.[messageKeyword];
       return report(path, typeof custom === 'string' ? custom : String(error.message));

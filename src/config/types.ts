@@ -102,6 +102,10 @@ export interface WebhooksConfig {
   retry: { scheduleMs: number[] };
   timeoutMs: number;
   concurrency: number;
+  /** Subscriptions one principal may hold (default 100). */
+  maxSubscriptionsPerPrincipal: number;
+  /** Active subscriptions of all principals together (default 10000). */
+  maxSubscriptions: number;
   /** Absolute path of an extra CA file, if any. */
   ca?: string;
 }

@@ -119,6 +119,8 @@ describe('defaults', () => {
       retry: { scheduleMs: ['5s', '5m', '30m', '2h', '5h', '10h', '14h', '20h', '24h'].map(parseDuration) },
       timeoutMs: 15_000,
       concurrency: 64,
+      maxSubscriptionsPerPrincipal: 100,
+      maxSubscriptions: 10_000,
     });
     expect(config.registry).toEqual({ allowNetworks: [] });
     expect(config.a2a).toEqual({ enabled: true, settleMs: 2000, timeoutMs: 60_000 });
@@ -243,6 +245,18 @@ describe('problems are reported at their line and column', () => {
 
   it('a missing required key, at its parent', async () => {
     expect(where(await problemsOf('backends:\n  - id: pay\n    kind: proto\n'))).toEqual([[2, 5, 'backends[0]: missing required key "url"']]);
+  });
+
+  it('records[].types missing: the message says why it is required and shows the form', async () => {
+    const text = legacyBackend(`    records:
+      - path: /orders
+        event:
+          type: OrderCreatedV1
+          id: "{id}"
+`);
+    const [problem] = await problemsOf(text);
+    expect(problem.message).toMatch(/^backends\[0\]\.records\[0\]: missing required key "types": the event catalogue .* is built from it/);
+    expect(problem.message).toContain('types: [OrderCreatedV1, OrderShippedV1]');
   });
 
   it('a bad backend id and url', async () => {

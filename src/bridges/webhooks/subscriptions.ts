@@ -40,18 +40,32 @@ export interface SubscriptionsOptions {
   isKnownService: (serviceId: string) => boolean;
   /** Called with the id of each deleted subscription (aborts its attempts in flight). */
   onDeleted: (subscriptionId: string) => void;
+  /** `webhooks.maxSubscriptionsPerPrincipal` and `webhooks.maxSubscriptions`. */
+  limits: { perPrincipal: number; total: number };
 }
 
 /** The subscriptions of every principal. */
 export class Subscriptions {
   readonly #o: SubscriptionsOptions;
+  /** Creations run one at a time in this process, so two concurrent ones cannot both pass the caps. */
+  #creating: Promise<unknown> = Promise.resolve();
 
   constructor(options: SubscriptionsOptions) {
     this.#o = options;
   }
 
-  /** Creates an active subscription of `principal`; throws `SERVICE_NOT_FOUND` or `WEBHOOK_URL_REJECTED`. */
-  async create(principal: string, request: SubscriptionRequest): Promise<SubscriptionDescriptor> {
+  /**
+   * Creates an active subscription of `principal`; throws `SERVICE_NOT_FOUND`, `WEBHOOK_URL_REJECTED`
+   * or `TOO_MANY_SUBSCRIPTIONS` (429, a cap reached).
+   */
+  create(principal: string, request: SubscriptionRequest): Promise<SubscriptionDescriptor> {
+    const created = this.#creating.then(() => this.#create(principal, request));
+    this.#creating = created.catch(() => {});
+    return created;
+  }
+
+  async #create(principal: string, request: SubscriptionRequest): Promise<SubscriptionDescriptor> {
+    await this.#checkCaps(principal);
     if (request.serviceId !== undefined && !this.#o.isKnownService(request.serviceId)) {
       throw new ProtoError('SERVICE_NOT_FOUND', `no service "${request.serviceId}"`, { serviceId: request.serviceId });
     }
@@ -69,6 +83,16 @@ export class Subscriptions {
     if (request.types !== undefined) subscription.types = request.types;
     await this.#o.store.create(subscription);
     return describeSubscription(subscription);
+  }
+
+  async #checkCaps(principal: string): Promise<void> {
+    const { perPrincipal, total } = this.#o.limits;
+    if ((await this.#o.store.listByPrincipal(principal)).length >= perPrincipal) {
+      throw new ProtoError('TOO_MANY_SUBSCRIPTIONS', `at most ${perPrincipal} subscriptions per caller; delete one first`, { limit: 'maxSubscriptionsPerPrincipal', max: perPrincipal });
+    }
+    if ((await this.#o.store.listActive()).length >= total) {
+      throw new ProtoError('TOO_MANY_SUBSCRIPTIONS', `the gateway holds at most ${total} subscriptions`, { limit: 'maxSubscriptions', max: total });
+    }
   }
 
   /** The descriptors of `principal`'s subscriptions, oldest first. */

@@ -143,3 +143,25 @@ function findEvents(manifest: any): any {
   const capabilities = manifest.PROTO?.capabilities ?? manifest.capabilities ?? [];
   return capabilities.find((c: { name: string }) => c.name === 'io.proto.agents.events');
 }
+
+describe('subscription caps', () => {
+  it('refuses a principal beyond webhooks.maxSubscriptionsPerPrincipal with 429 TOO_MANY_SUBSCRIPTIONS (others unaffected), and everyone beyond webhooks.maxSubscriptions', async () => {
+    const yaml = gatewayYaml(`${auth}\n${webhooksYaml('[100ms, 200ms]', '  maxSubscriptionsPerPrincipal: 2\n  maxSubscriptions: 3\n')}`);
+    const gw = await startTestGateway(yaml, {}, undefined, { resolver: tableResolver({ 'receiver.test': ['127.0.0.1'] }) });
+    const receiver = await startReceiver();
+    const request = { webhook: { url: receiver.url() } };
+    // Concurrent creations cannot slip past the cap together.
+    const first = await Promise.all([subscribe(gw, request, alice), subscribe(gw, request, alice), subscribe(gw, request, alice)]);
+    expect(first.map((r) => r.status).sort()).toEqual([201, 201, 429]);
+    const refused = first.find((r) => r.status === 429)!;
+    expect(refused.body.error).toMatchObject({ code: 'TOO_MANY_SUBSCRIPTIONS', details: { limit: 'maxSubscriptionsPerPrincipal', max: 2 } });
+    expect((await subscribe(gw, request, bob)).status).toBe(201);
+    const global = await subscribe(gw, request, bob);
+    expect(global.status).toBe(429);
+    expect(global.body.error).toMatchObject({ code: 'TOO_MANY_SUBSCRIPTIONS', details: { limit: 'maxSubscriptions', max: 3 } });
+    // Deleting one frees a place.
+    const [mine] = (await getJson(`${gw.url}subscriptions`, { headers: alice })).body.subscriptions;
+    expect((await getJson(`${gw.url}subscriptions/${mine.id}`, { method: 'DELETE', headers: alice })).status).toBe(204);
+    expect((await subscribe(gw, request, alice)).status).toBe(201);
+  });
+});
