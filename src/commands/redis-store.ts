@@ -20,6 +20,9 @@
  * `STORE_UNAVAILABLE`, so the command is not answered 201). What survives a Redis crash otherwise
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
  * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
+ *
+ * Limit: `due` only reads, as the port says; until the `Outbox` port has leased claims, two
+ * replicas' dispatchers may both deliver one due entry.
  */
 import type { Redis } from 'ioredis';
 import { ProtoError } from '../errors.ts';
