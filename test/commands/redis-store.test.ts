@@ -38,6 +38,24 @@ describe('on a Redis with appendonly yes, appendfsync always', () => {
     await server.dispose();
   });
   const aof = () => new TestRedisCommandStore(server.url);
+
+  it('keeps an accepted command across a kill -9 of Redis (what a 201 means with appendfsync always)', async () => {
+    const prefix = randomPrefix();
+    const store = new RedisCommandStore({ url: server.url, prefix });
+    await store.open();
+    try {
+      const now = Date.now();
+      expect(await store.accept(record('kept', { expiresMs: now + 60_000 }), outboxEntry('kept'), now)).toBeUndefined();
+      await server.crash();
+      await server.start();
+      await expect.poll(() => store.ready(), { timeout: 20_000 }).toBe(true);
+      expect(await store.find('kept', now)).toEqual(record('kept', { expiresMs: now + 60_000 }));
+      expect((await store.due('orders', LATER, 10)).map((e) => e.id)).toEqual(['kept']);
+    } finally {
+      await store.close();
+      await deletePrefix(server.url, prefix);
+    }
+  }, 60_000);
   idempotencyContract('redis (aof always)', aof);
   outboxContract('redis (aof always)', aof);
   commandStoreContract('redis (aof always)', aof);

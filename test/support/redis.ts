@@ -116,6 +116,17 @@ export class PrivateRedis {
     });
   }
 
+  /** Kills the server (SIGKILL: no shutdown save, no final fsync) and waits for the process to end. */
+  async crash(): Promise<void> {
+    const child = this.#child;
+    this.#child = undefined;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
+  }
+
   /** Stops the server and removes its data directory. */
   async dispose(): Promise<void> {
     await this.stop();
