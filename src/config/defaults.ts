@@ -151,10 +151,12 @@ function webhooks(raw: RawMap, ctx: Context): WebhooksConfig {
     retry: { scheduleMs: schedule(asMap(raw.retry).schedule, ['5s', '5m', '30m', '2h', '5h', '10h', '14h', '20h', '24h']) },
     timeoutMs: ms(raw.timeout, '15s'),
     concurrency: num(raw.concurrency, 64),
+    previousSecretKeys: strings(raw.previousSecretKeys),
     maxSubscriptionsPerPrincipal: num(raw.maxSubscriptionsPerPrincipal, 100),
     maxSubscriptions: num(raw.maxSubscriptions, 10_000),
   };
   if (typeof raw.ca === 'string') config.ca = resolve(ctx.dir, raw.ca);
+  if (typeof raw.secretKey === 'string') config.secretKey = raw.secretKey;
   return config;
 }
 

@@ -4,6 +4,7 @@
  * beside the schema check on the raw data, so they guard every access.
  */
 import ipaddr from 'ipaddr.js';
+import { decodeSecretKey } from '../bridges/webhooks/secret-box.ts';
 import { kebab, pascal } from '../mapping/names.ts';
 import type { ConfigPath } from './problems.ts';
 import { asList, asMap, asText, entries, legacyBackends, type RawMap } from './raw.ts';
@@ -16,6 +17,7 @@ export function checkSemantics(config: RawMap, report: Reporter): void {
   checkPageSize(asMap(asMap(config.events).pageSize), report);
   checkNetworks(asMap(config.webhooks).allowPrivateNetworks, ['webhooks', 'allowPrivateNetworks'], report);
   checkNetworks(asMap(config.registry).allowNetworks, ['registry', 'allowNetworks'], report);
+  checkSecretKeys(asMap(config.webhooks), report);
   checkBackendIdentity(config, report);
   checkCommandTypes(config, report);
   checkQueryNames(config, report);
@@ -54,6 +56,20 @@ function checkNetworks(list: unknown, path: ConfigPath, report: Reporter): void 
   asList(list).forEach((cidr, index) => {
     if (typeof cidr === 'string' && !ipaddr.isValidCIDR(cidr)) report([...path, index], `"${cidr}" is not a CIDR block (e.g. 10.0.0.0/8)`);
   });
+}
+
+/** `webhooks.secretKey` and each previous key are 32 bytes in base64 (AES-256). */
+function checkSecretKeys(webhooks: RawMap, report: Reporter): void {
+  const check = (value: unknown, path: ConfigPath) => {
+    if (typeof value !== 'string') return;
+    try {
+      decodeSecretKey(value);
+    } catch (err) {
+      report(path, (err as Error).message);
+    }
+  };
+  check(webhooks.secretKey, ['webhooks', 'secretKey']);
+  asList(webhooks.previousSecretKeys).forEach((key, index) => check(key, ['webhooks', 'previousSecretKeys', index]));
 }
 
 /** Backend ids and service keys are unique: they name `/services/{id}` and manifest entries. */

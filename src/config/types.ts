@@ -102,6 +102,10 @@ export interface WebhooksConfig {
   retry: { scheduleMs: number[] };
   timeoutMs: number;
   concurrency: number;
+  /** Base64 of the 32-byte key sealing webhook secrets at rest; undefined = stored in plain text. */
+  secretKey?: string;
+  /** Former `secretKey` values, still opening what they sealed. */
+  previousSecretKeys: string[];
   /** Subscriptions one principal may hold (default 100). */
   maxSubscriptionsPerPrincipal: number;
   /** Active subscriptions of all principals together (default 10000). */

@@ -119,6 +119,7 @@ describe('defaults', () => {
       retry: { scheduleMs: ['5s', '5m', '30m', '2h', '5h', '10h', '14h', '20h', '24h'].map(parseDuration) },
       timeoutMs: 15_000,
       concurrency: 64,
+      previousSecretKeys: [],
       maxSubscriptionsPerPrincipal: 100,
       maxSubscriptions: 10_000,
     });
@@ -257,6 +258,16 @@ describe('problems are reported at their line and column', () => {
     const [problem] = await problemsOf(text);
     expect(problem.message).toMatch(/^backends\[0\]\.records\[0\]: missing required key "types": the event catalogue .* is built from it/);
     expect(problem.message).toContain('types: [OrderCreatedV1, OrderShippedV1]');
+  });
+
+  it('webhooks.secretKey and previousSecretKeys must be 32 bytes in base64', async () => {
+    const short = Buffer.alloc(16, 1).toString('base64');
+    const good = Buffer.alloc(32, 2).toString('base64');
+    const problems = await problemsOf(`webhooks:\n  secretKey: ${short}\n  previousSecretKeys: [${good}, not-base64]\n`);
+    expect(problems.map((p) => p.message)).toEqual([
+      'webhooks.secretKey: must be 32 random bytes in base64 (e.g. openssl rand -base64 32)',
+      'webhooks.previousSecretKeys[1]: must be 32 random bytes in base64 (e.g. openssl rand -base64 32)',
+    ]);
   });
 
   it('a bad backend id and url', async () => {

@@ -18,6 +18,7 @@ import { DeliveryDispatcher, type DeliveryPoster } from './delivery-dispatcher.t
 import { WebhookFanOut } from './fan-out.ts';
 import { MemoryDeliveryQueue } from './memory-delivery-queue.ts';
 import { MemorySubscriptionStore } from './memory-subscription-store.ts';
+import { decodeSecretKey, SealedSubscriptionStore, SecretBox } from './secret-box.ts';
 import { SqliteDeliveryQueue } from './sqlite-delivery-queue.ts';
 import { RedisDeliveryQueue } from './redis-delivery-queue.ts';
 import { RedisSubscriptionStore } from './redis-subscription-store.ts';
@@ -70,11 +71,11 @@ export class WebhookBridge {
     if (storage.driver === 'redis') {
       const { sentinels, name } = storage.redis;
       const redis = { url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) };
-      this.#store = new RedisSubscriptionStore(redis);
+      this.#store = sealedStore(new RedisSubscriptionStore(redis), config, logger);
       this.#queue = new RedisDeliveryQueue(redis);
     } else {
       const sqlite = storage.driver === 'sqlite';
-      this.#store = sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore();
+      this.#store = sealedStore(sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore(), config, logger);
       this.#queue = sqlite ? new SqliteDeliveryQueue(storage.path) : new MemoryDeliveryQueue();
     }
     const guard = new SsrfGuard({
@@ -152,4 +153,16 @@ export class WebhookBridge {
       this.#logger.error({ err }, 'webhook delivery purge failed');
     }
   }
+}
+
+/**
+ * The store behind a `SealedSubscriptionStore` when `webhooks.secretKey` is set; without it the
+ * store itself, and a warning that secrets are kept in plain text.
+ */
+function sealedStore(store: SubscriptionStore, config: WebhooksConfig, logger: Logger): SubscriptionStore {
+  if (config.secretKey === undefined) {
+    logger.warn('webhooks.secretKey is not set: webhook secrets are stored in plain text (set it to 32 random bytes in base64 to encrypt them)');
+    return store;
+  }
+  return new SealedSubscriptionStore(store, new SecretBox(decodeSecretKey(config.secretKey), config.previousSecretKeys.map(decodeSecretKey)));
 }
