@@ -9,7 +9,10 @@
  * 2. `query({ correlationId })` latency p50/p99 on a log of BENCH_EVENTS events, vs a raw indexed
  *    SELECT that also parses the envelopes;
  * 3. the cost of a page 10,000 pages deep (limit 100; less when the log is smaller) vs the first
- *    page, as a ratio (keyset pagination: should be ~1).
+ *    page, as a ratio (keyset pagination: should be ~1);
+ * 4. the first page of a time-window-only query (`from`/`to`) over one day vs over one minute, in
+ *    the middle of the log (events are one second apart): served in log order from the minute
+ *    buckets, the cost should not grow with the window (target: day ≤ 1.5× minute).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +34,8 @@ const QUERY_SAMPLES = 2_000;
 const PAGE_SAMPLES = 500;
 const PAGE_SIZE = 100;
 const DEEP_PAGES = 10_000;
+/** Page size of the time-window measurement: full for a one-minute window (60 events, one a second). */
+const WINDOW_PAGE = 50;
 const BUILD_BATCH = 10_000;
 const TIME_BASE_MS = Date.parse('2030-01-01T00:00:00Z');
 
@@ -198,6 +203,15 @@ async function main(): Promise<void> {
       // The baseline of a deep page is the first page of the same store: keyset pagination keeps them equal.
       report.add({ name: `page ${deep.pages} deep, ${label} p50`, unit: 'ms', gateway: deepCost, baseline: first, baselineName: 'first page', better: 'lower' });
     }
+    const middle = TIME_BASE_MS + Math.floor(LOG_EVENTS / 2) * 1000;
+    const windows = { minute: { fromMs: middle, toMs: middle + 60_000 - 1 }, day: { fromMs: middle, toMs: middle + 86_400_000 - 1 } };
+    // Pages of WINDOW_PAGE events: both windows fill it (a minute holds 60), so only the window's size differs.
+    const windowPage = (filter: EventFilter) => sample(PAGE_SAMPLES, () => log.query(filter, 0, WINDOW_PAGE)).then((d) => percentile(d, 50));
+    await windowPage(windows.day); // warm-up
+    const [minuteCost, dayCost] = [await windowPage(windows.minute), await windowPage(windows.day)];
+    console.log(`\ntime-window-only first page of ${WINDOW_PAGE} (p50)  one minute    one day   day/minute`);
+    console.log(`  from/to, no other filter          ${ms(minuteCost).padStart(9)}  ${ms(dayCost).padStart(9)}  ${fmt(dayCost / minuteCost, 2).padStart(9)}`);
+    report.add({ name: 'time window first page, one day vs one minute, p50', unit: 'ms', gateway: dayCost, baseline: minuteCost, baselineName: 'one-minute window', better: 'lower' });
     raw.close();
     await log.close();
     report.write({ logEvents: LOG_EVENTS, sqlite: process.versions.sqlite });

@@ -64,6 +64,9 @@ CREATE INDEX IF NOT EXISTS events_correlationid ON events (correlationid, positi
 CREATE INDEX IF NOT EXISTS events_backend ON events (backend, position);
 CREATE INDEX IF NOT EXISTS events_time ON events (time_ms);
 CREATE TABLE IF NOT EXISTS checkpoints (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+-- The first and last positions of each minute of event time: every event of a time window lies
+-- between the least first_position and the greatest last_position of the minutes it covers.
+CREATE TABLE IF NOT EXISTS event_time_buckets (bucket INTEGER PRIMARY KEY, first_position INTEGER NOT NULL, last_position INTEGER NOT NULL) WITHOUT ROWID;
 PRAGMA user_version = 1;
 `;
 
@@ -89,6 +92,31 @@ export function selectPageSql(filter: EventFilter): string {
   return `SELECT position, backend, envelope FROM events WHERE ${where} ORDER BY position LIMIT ?`;
 }
 
+/**
+ * One page of a time-window-only query from a start position: `+time_ms` keeps the time index out
+ * (it would sort the window), so the rowid seek reads in log order. Parameters: after, from, to,
+ * limit. Exported for query-plan tests.
+ */
+export const TIME_WINDOW_PAGE_SQL =
+  'SELECT position, backend, envelope FROM events WHERE position > ? AND position <= ? AND +time_ms >= ? AND +time_ms <= ? ORDER BY position LIMIT ?';
+
+/** Width of a time bucket, ms (one minute). */
+const BUCKET_MS = 60_000;
+
+/** The bucket of an epoch-ms time in SQL (floor division, also below 0), as `bucketOf` computes it. */
+const BUCKET_SQL = `(time_ms - ((time_ms % ${BUCKET_MS}) + ${BUCKET_MS}) % ${BUCKET_MS}) / ${BUCKET_MS}`;
+
+/** The minute bucket of an epoch-ms time. */
+function bucketOf(timeMs: number): number {
+  return Math.floor(timeMs / BUCKET_MS);
+}
+
+/** True when `filter` bounds only the time (`from`, `to`): served by `#timeWindowPage`. */
+function isTimeWindowOnly(filter: EventFilter): boolean {
+  return (filter.fromMs !== undefined || filter.toMs !== undefined) &&
+    FILTER_CONDITIONS.every(([field]) => field === 'fromMs' || field === 'toMs' || filter[field] === undefined);
+}
+
 /** The statements prepared once in open(). */
 interface Statements {
   insert: StatementSync;
@@ -100,6 +128,9 @@ interface Statements {
   lastAppendedMs: StatementSync;
   deleteOldest: StatementSync;
   deleteExpired: StatementSync;
+  noteTimeBucket: StatementSync;
+  timeWindowBounds: StatementSync;
+  timeWindowPage: StatementSync;
   firstUnexpired: StatementSync;
   countBetween: StatementSync;
 }
@@ -138,6 +169,7 @@ export class SqliteEventLog implements EventLog, RetainingLog {
     if (this.#sqlite.isOpen) return;
     this.#sqlite.open();
     this.#lastAppendedMs = (this.#sqlite.statements.lastAppendedMs.get()?.appended_ms as number | undefined) ?? 0;
+    this.#backfillTimeBuckets();
   }
 
   async append(batch: NewEvent[], checkpoint?: Checkpoint): Promise<AppendResult> {
@@ -145,6 +177,7 @@ export class SqliteEventLog implements EventLog, RetainingLog {
     const appendedMs = this.#nextAppendedMs();
     const appended = this.#sqlite.transaction(() => {
       const added = batch.flatMap((item) => this.#insert(item, appendedMs));
+      this.#noteTimeBuckets(added);
       if (checkpoint) sql.saveCheckpoint.run(checkpoint.key, checkpoint.value);
       return added;
     });
@@ -155,7 +188,9 @@ export class SqliteEventLog implements EventLog, RetainingLog {
 
   async query(filter: EventFilter, after: number, limit: number): Promise<EventPage> {
     assertPageArgs(after, limit, filter);
-    const rows = this.#pageStatement(filter).all(after, ...filterValues(filter), limit + 1) as unknown as PageRow[];
+    const rows = isTimeWindowOnly(filter)
+      ? this.#timeWindowPage(filter, after, limit + 1)
+      : (this.#pageStatement(filter).all(after, ...filterValues(filter), limit + 1) as unknown as PageRow[]);
     const more = rows.length > limit;
     const events = rows.slice(0, limit).map(parseRow);
     return more ? { events, next: events[events.length - 1].position } : { events };
@@ -171,6 +206,33 @@ export class SqliteEventLog implements EventLog, RetainingLog {
 
   async saveCheckpoint(checkpoint: Checkpoint): Promise<void> {
     this.#sqlite.statements.saveCheckpoint.run(checkpoint.key, checkpoint.value);
+  }
+
+  /**
+   * A time-window-only page (`from`/`to`, no other filter), in log order without sorting the window:
+   * the minute buckets of the window bound the positions its events can have, then a rowid scan
+   * between those bounds reads events in log order and keeps those inside the window, so the cost
+   * follows the page size (and how interleaved event times are), not the window's size.
+   */
+  #timeWindowPage(filter: EventFilter, after: number, limit: number): PageRow[] {
+    const sql = this.#sqlite.statements;
+    const from = filter.fromMs === undefined ? Number.MIN_SAFE_INTEGER : bucketOf(filter.fromMs);
+    const to = filter.toMs === undefined ? Number.MAX_SAFE_INTEGER : bucketOf(filter.toMs);
+    const bounds = sql.timeWindowBounds.get(from, to) as { start: number | null; end: number | null } | undefined;
+    if (!bounds || bounds.start === null || bounds.end === null) return [];
+    const fromMs = filter.fromMs ?? Number.MIN_SAFE_INTEGER;
+    const toMs = filter.toMs ?? Number.MAX_SAFE_INTEGER;
+    return sql.timeWindowPage.all(Math.max(after, bounds.start - 1), bounds.end, fromMs, toMs, limit) as unknown as PageRow[];
+  }
+
+  /** Fills the minute buckets of a log written before they existed (once; later appends keep them). */
+  #backfillTimeBuckets(): void {
+    const { db } = this.#sqlite;
+    if (db.prepare('SELECT 1 FROM event_time_buckets LIMIT 1').get() || !db.prepare('SELECT 1 FROM events LIMIT 1').get()) return;
+    this.#sqlite.transaction(() =>
+      db.exec(`INSERT OR IGNORE INTO event_time_buckets (bucket, first_position, last_position)
+        SELECT ${BUCKET_SQL}, MIN(position), MAX(position) FROM events WHERE time_ms IS NOT NULL GROUP BY 1`),
+    );
   }
 
   /** The highest position in the log (0 when empty); positions are never reused, even after pruning. */
@@ -222,6 +284,20 @@ export class SqliteEventLog implements EventLog, RetainingLog {
       item.event.id, k.type, k.source, k.correlationId ?? null, k.timeMs ?? null, k.backend ?? null, appendedMs, envelope,
     );
     return result.changes === 0 ? [] : [storedEvent(Number(result.lastInsertRowid), item.backend, item.event)];
+  }
+
+  /** Widens the position range of each minute bucket the appended events fall in (one upsert per bucket per batch). */
+  #noteTimeBuckets(added: StoredEvent[]): void {
+    const ranges = new Map<number, [number, number]>();
+    for (const stored of added) {
+      const timeMs = typeof stored.event.time === 'string' ? Date.parse(stored.event.time) : Number.NaN;
+      if (Number.isNaN(timeMs)) continue;
+      const bucket = bucketOf(timeMs);
+      const range = ranges.get(bucket);
+      if (range) range[1] = stored.position;
+      else ranges.set(bucket, [stored.position, stored.position]);
+    }
+    for (const [bucket, [first, last]] of ranges) this.#sqlite.statements.noteTimeBucket.run(bucket, first, last);
   }
 
   /** Deletes the events appended before `cutoffMs`, batch by batch; returns how many. */
@@ -301,6 +377,12 @@ function prepareStatements(db: DatabaseSync): Statements {
     lastAppendedMs: db.prepare('SELECT appended_ms FROM events ORDER BY position DESC LIMIT 1'),
     deleteOldest: db.prepare(`DELETE FROM events WHERE position IN (${oldest})`),
     deleteExpired: db.prepare(`DELETE FROM events WHERE position IN (${oldest}) AND appended_ms < ?`),
+    noteTimeBucket: db.prepare(
+      `INSERT INTO event_time_buckets (bucket, first_position, last_position) VALUES (?, ?, ?)
+       ON CONFLICT (bucket) DO UPDATE SET last_position = MAX(last_position, excluded.last_position)`,
+    ),
+    timeWindowBounds: db.prepare('SELECT MIN(first_position) AS start, MAX(last_position) AS end FROM event_time_buckets WHERE bucket BETWEEN ? AND ?'),
+    timeWindowPage: db.prepare(TIME_WINDOW_PAGE_SQL),
     firstUnexpired: db.prepare('SELECT position FROM events WHERE position > ? AND appended_ms >= ? ORDER BY position LIMIT 1'),
     countBetween: db.prepare('SELECT COUNT(*) AS n FROM events WHERE position > ? AND position < ?'),
   };

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SqliteEventLog, selectPageSql } from '../../src/log/sqlite.ts';
+import { SqliteEventLog, selectPageSql, TIME_WINDOW_PAGE_SQL } from '../../src/log/sqlite.ts';
 import type { EventFilter } from '../../src/log/EventLog.ts';
 import { eventLogContract } from './contract.ts';
 import { cloudEvent } from './fixtures/cloud-event.ts';
@@ -99,6 +99,45 @@ describe('SqliteEventLog', () => {
         expect(detail).toMatch(/SEARCH events USING INDEX events_\w+ \(\w+=\? AND (rowid|position)>\?\)/);
         expect(detail).not.toMatch(/SCAN events|TEMP B-TREE/);
       }
+    });
+  });
+
+  describe('time-window-only queries (from/to, no other filter)', () => {
+    it('read in log order from the rowid, never sorting the window through the time index', () => {
+      const db = new DatabaseSync(path);
+      try {
+        const detail = db.prepare(`EXPLAIN QUERY PLAN ${TIME_WINDOW_PAGE_SQL}`).all(0, 10, 0, 1, 101).map((row) => String(row.detail)).join('\n');
+        expect(detail).toMatch(/SEARCH events USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)/);
+        expect(detail).not.toMatch(/TEMP B-TREE|events_time/);
+      } finally {
+        db.close();
+      }
+    });
+
+    it('find every event of the window in log order, with event times out of log order, across pages', async () => {
+      // Minutes 5, 1, 3, 1, 9, 2, 3: the window [1, 3] holds the 2nd, 3rd, 4th, 6th and 7th events.
+      const minutes = [5, 1, 3, 1, 9, 2, 3];
+      const { appended } = await log.append(minutes.map((minute, i) => ({ event: cloudEvent(`w-${i}`, {}, minute) })));
+      const window = { fromMs: Date.parse(cloudEvent('x', {}, 1).time as string), toMs: Date.parse(cloudEvent('x', {}, 3).time as string) + 59_999 };
+      const expected = appended.filter((_, i) => minutes[i] >= 1 && minutes[i] <= 3);
+      const first = await log.query(window, 0, 3);
+      const second = await log.query(window, first.next!, 3);
+      expect([...first.events, ...second.events]).toEqual(expected);
+      expect(second.next).toBeUndefined();
+      expect((await log.query({ fromMs: window.fromMs + 3 * 60_000 }, 0, 10)).events.map((e) => e.event.id)).toEqual(['w-0', 'w-4']);
+      expect((await log.query({ toMs: window.fromMs - 1 }, 0, 10)).events).toEqual([]);
+    });
+
+    it('work on a log written before the time buckets existed (filled once at open)', async () => {
+      await log.append([0, 4, 2].map((minute, i) => ({ event: cloudEvent(`old-${i}`, {}, minute) })));
+      await log.close();
+      const db = new DatabaseSync(path);
+      db.exec('DELETE FROM event_time_buckets');
+      db.close();
+      log = new SqliteEventLog(path);
+      await log.open();
+      const from = Date.parse(cloudEvent('x', {}, 2).time as string);
+      expect((await log.query({ fromMs: from }, 0, 10)).events.map((e) => e.event.id)).toEqual(['old-1', 'old-2']);
     });
   });
 
