@@ -42,6 +42,7 @@ import { createQueryPath } from './query-path.ts';
 import { serviceRoutes } from './http/routes/services.ts';
 import { registryMetrics } from './metrics/registry.ts';
 import { openRegistryStore } from './registry/open-registry-store.ts';
+import { RedisReadiness } from './storage/redis-readiness.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
 import { Lifecycle } from './lifecycle.ts';
 
@@ -179,6 +180,7 @@ async function assemble(input: AssembleInput) {
   });
   life.add(queries.catalogue);
   const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) }));
+  const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
   const registryStore = await openRegistryStore(config.storage);
   life.add({ close: () => registryStore.close() });
   const webhooks = life.add(new WebhookBridge({
@@ -212,7 +214,11 @@ async function assemble(input: AssembleInput) {
     logger,
   });
   const routes: Route[] = [
-    ...opsRoutes({ registry, metricsPublic: config.metrics.public, notReady: () => notReady(input.state) }),
+    ...opsRoutes({
+      registry,
+      metricsPublic: config.metrics.public,
+      notReady: () => [...notReady(input.state), ...(storageReadiness?.ready() === false ? ['storage'] : [])],
+    }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),

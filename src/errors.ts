@@ -28,6 +28,8 @@ export const errorStatus = {
   BACKEND_UNAVAILABLE: 503,
   BACKEND_TIMEOUT: 504,
   NOT_READY: 503,
+  /** The durable store (Redis) is unreachable or did not confirm a write: nothing was acknowledged. */
+  STORE_UNAVAILABLE: 503,
   INTERNAL: 500,
   /** A runtime service endpoint refused by the SSRF guard (`registry.allowNetworks`); `details.reason` as for webhooks. */
   SERVICE_ENDPOINT_REJECTED: 400,

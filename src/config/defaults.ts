@@ -97,6 +97,17 @@ function storage(raw: RawMap, ctx: Context): StorageConfig {
     path: resolve(ctx.dir, text(raw.path, './data/gateway.db')),
     url: text(raw.url, 'redis://127.0.0.1:6379/0'),
     prefix: text(raw.prefix, 'pgw:'),
+    redis: redisSettings(asMap(raw.redis)),
+  };
+}
+
+function redisSettings(raw: RawMap): StorageConfig['redis'] {
+  return {
+    waitReplicas: num(raw.waitReplicas, 0),
+    waitTimeoutMs: ms(raw.waitTimeout, '1s'),
+    waitAof: flag(raw.waitAof, false),
+    ...(Array.isArray(raw.sentinels) && { sentinels: raw.sentinels as Array<{ host: string; port: number }> }),
+    ...(typeof raw.name === 'string' && { name: raw.name }),
   };
 }
 

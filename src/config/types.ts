@@ -59,6 +59,22 @@ export interface StorageConfig {
   path: string;
   url: string;
   prefix: string;
+  /** `storage.redis`: durability and Sentinel settings of the Redis driver. */
+  redis: RedisSettings;
+}
+
+/** `storage.redis`. */
+export interface RedisSettings {
+  /** Replicas that must acknowledge an accepted command (`WAIT`) before its 201; 0 = none. */
+  waitReplicas: number;
+  /** How long `WAIT`/`WAITAOF` may take, in ms. */
+  waitTimeoutMs: number;
+  /** `WAITAOF 1 0`: the write is fsynced to the primary's AOF before the 201 (Redis >= 7.2). */
+  waitAof: boolean;
+  /** Sentinel addresses, handed to ioredis with `name`. */
+  sentinels?: Array<{ host: string; port: number }>;
+  /** The Sentinel master name. */
+  name?: string;
 }
 
 export interface EventsConfig {

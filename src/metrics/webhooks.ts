@@ -26,6 +26,13 @@ export interface WebhookMetrics {
   readonly deadLetters: Counter;
   /** `proto_gateway_webhook_ssrf_refusals_total{reason}`: URLs refused by the SSRF guard, at registration or delivery. */
   readonly refusals: Counter<'reason'>;
+  /**
+   * `proto_gateway_webhook_claims_total{outcome}`: how this replica's dispatcher fared taking work
+   * from the (possibly shared) queue: `claimed` (it began the attempt), `taken` (the delivery was no
+   * longer pending: another replica began it first, or it was cancelled), `requeued` (in-flight
+   * deliveries put back to pending at start).
+   */
+  readonly claims: Counter<'outcome'>;
   /** Makes `proto_gateway_webhook_queue_depth{status}` read `source` when scraped (pending, in-flight, succeeded, dead). */
   trackQueue(source: QueueDepthSource): void;
 }
@@ -51,6 +58,7 @@ export function webhookMetrics(registry: Registry): WebhookMetrics {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
+    claims: new Counter({ name: 'proto_gateway_webhook_claims_total', help: 'Webhook deliveries this replica took from the queue, by outcome.', labelNames: ['outcome'], registers: [registry] }),
     deadLetters: new Counter({ name: 'proto_gateway_webhook_dead_letters_total', help: 'Webhook deliveries dead-lettered.', registers: [registry] }),
     refusals: new Counter({ name: 'proto_gateway_webhook_ssrf_refusals_total', help: 'Webhook URLs refused by the SSRF guard, by reason.', labelNames: ['reason'], registers: [registry] }),
     trackQueue(source) {

@@ -1,15 +1,20 @@
 /**
  * Chooses the registry store of `storage.driver`: `sqlite` (the default: its own connection on the
- * event log's file) or `memory`. `redis` is refused before this is reached (see `log/open-log.ts`).
+ * event log's file), `memory`, or `redis` (shared by the replicas on `storage.url` and `prefix`).
  */
 import type { StorageConfig } from '../config/types.ts';
 import { MemoryRegistryStore } from './memory-registry-store.ts';
+import { RedisRegistryStore } from './redis-registry-store.ts';
 import type { RegistryStore } from './RegistryStore.ts';
 import { SqliteRegistryStore } from './sqlite-registry-store.ts';
 
 /** Creates and opens the configured registry store. */
 export async function openRegistryStore(storage: StorageConfig): Promise<RegistryStore> {
-  const store = storage.driver === 'sqlite' ? new SqliteRegistryStore(storage.path) : new MemoryRegistryStore();
+  const { sentinels, name } = storage.redis;
+  const store =
+    storage.driver === 'sqlite' ? new SqliteRegistryStore(storage.path)
+    : storage.driver === 'redis' ? new RedisRegistryStore({ url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) })
+    : new MemoryRegistryStore();
   await store.open();
   return store;
 }

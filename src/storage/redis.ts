@@ -13,7 +13,7 @@
  * Lua scripts receive key names as arguments and must see the same names as the client.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import type { StorageConfig } from '../config/types.ts';
+import type { RedisSettings, StorageConfig } from '../config/types.ts';
 
 /** The longest wait between two reconnection attempts, in ms. */
 const MAX_RECONNECT_DELAY_MS = 2_000;
@@ -23,12 +23,19 @@ export type RedisPurpose = 'commands' | 'blocking';
 
 /**
  * Opens a connection to `storage.url` (whatever ioredis accepts: `redis://`, `rediss://` for TLS,
- * a password and a database number in the URL) and waits until it is ready. Throws when Redis does
+ * a password and a database number in the URL), through Sentinel when `storage.redis.sentinels`
+ * and `name` are set, and waits until it is ready. Throws when Redis does
  * not answer within `connectTimeoutMs` (default 5 s), so a gateway that cannot reach its store does
  * not start.
  */
-export async function connectRedis(storage: StorageConfig, purpose: RedisPurpose, extra: RedisOptions = {}): Promise<Redis> {
+export async function connectRedis(
+  storage: Pick<StorageConfig, 'url'> & { redis?: Pick<RedisSettings, 'sentinels' | 'name'> },
+  purpose: RedisPurpose,
+  extra: RedisOptions = {},
+): Promise<Redis> {
+  const sentinel = storage.redis?.sentinels ? { sentinels: storage.redis.sentinels, ...(storage.redis.name !== undefined && { name: storage.redis.name }) } : {};
   const client = new Redis(storage.url, {
+    ...sentinel,
     connectionName: `proto-gateway:${purpose}`,
     lazyConnect: true,
     enableOfflineQueue: false,

@@ -103,6 +103,7 @@ describe('defaults', () => {
       path: join(dirname(config.file), 'data/gateway.db'),
       url: 'redis://127.0.0.1:6379/0',
       prefix: 'pgw:',
+      redis: { waitReplicas: 0, waitTimeoutMs: 1000, waitAof: false },
     });
     expect(config.metrics).toEqual({ public: false });
     expect(config.events).toEqual({ pageSize: { default: 100, max: 1000 }, retention: { maxEvents: 10_000_000, maxAgeMs: 2_592_000_000 } });

@@ -72,6 +72,7 @@ export class DeliveryDispatcher {
   /** Puts deliveries interrupted by a previous stop back to `pending`, then starts dispatching. */
   async start(): Promise<void> {
     const requeued = await this.#o.queue.requeueInFlight(this.#now());
+    if (requeued > 0) this.#o.metrics.claims.inc({ outcome: 'requeued' }, requeued);
     if (requeued > 0) this.#o.logger.info({ requeued }, 'webhook deliveries interrupted by the last stop are due again');
     this.wake();
   }
@@ -136,6 +137,7 @@ export class DeliveryDispatcher {
         if (this.#closed || this.#inFlight.size >= this.#o.concurrency) return;
         if (this.#count(candidate.subscriptionId) >= PER_SUBSCRIPTION) continue;
         const delivery = await this.#o.queue.begin(candidate.id, this.#now());
+        this.#o.metrics.claims.inc({ outcome: delivery ? 'claimed' : 'taken' });
         if (delivery) {
           this.#launch(delivery);
           started += 1;

@@ -1,7 +1,7 @@
 /**
  * The webhook bridge (DESIGN.md: bridges events out; PROTOCOL.md 2.7, 4.5, 4.6, 6.3), assembled at
  * boot from `webhooks` and `storage`: the subscription store and delivery queue (SQLite on the
- * gateway's database file, or memory), the SSRF guard, the address-pinning delivery client, the
+ * X, the address-pinning delivery client, the
  * dispatcher and the fan-out from the log.
  *
  * Lifecycle: `start()` opens the stores, re-queues deliveries a stop interrupted and catches up on
@@ -20,6 +20,8 @@ import { MemoryDeliveryQueue } from './memory-delivery-queue.ts';
 import { MemorySubscriptionStore } from './memory-subscription-store.ts';
 import { decodeSecretKey, SealedSubscriptionStore, SecretBox } from './secret-box.ts';
 import { SqliteDeliveryQueue } from './sqlite-delivery-queue.ts';
+import { RedisDeliveryQueue } from './redis-delivery-queue.ts';
+import { RedisSubscriptionStore } from './redis-subscription-store.ts';
 import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
 import { SsrfGuard, type Resolver } from './ssrf-guard.ts';
 import { Subscriptions } from './subscriptions.ts';
@@ -64,10 +66,18 @@ export class WebhookBridge {
 
   constructor(options: WebhookBridgeOptions) {
     const { config, metrics, logger } = options;
-    const sqlite = options.storage.driver === 'sqlite';
+    const storage = options.storage;
     this.#logger = logger;
-    this.#store = sealedStore(sqlite ? new SqliteSubscriptionStore(options.storage.path) : new MemorySubscriptionStore(), config, logger);
-    this.#queue = sqlite ? new SqliteDeliveryQueue(options.storage.path) : new MemoryDeliveryQueue();
+    if (storage.driver === 'redis') {
+      const { sentinels, name } = storage.redis;
+      const redis = { url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) };
+      this.#store = sealedStore(new RedisSubscriptionStore(redis), config, logger);
+      this.#queue = new RedisDeliveryQueue(redis);
+    } else {
+      const sqlite = storage.driver === 'sqlite';
+      this.#store = sealedStore(sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore(), config, logger);
+      this.#queue = sqlite ? new SqliteDeliveryQueue(storage.path) : new MemoryDeliveryQueue();
+    }
     const guard = new SsrfGuard({
       allowHttp: config.allowHttp,
       allowPrivateNetworks: config.allowPrivateNetworks,

@@ -1,0 +1,333 @@
+/**
+ * The `CommandStore` on Redis (`storage.driver: redis`), shared by every gateway replica on one
+ * Redis and prefix. Every change that touches more than one key is ONE Lua script, so it is atomic
+ * and two replicas never interleave inside it: the accept of a command (idempotency record and
+ * outbox entry together, or neither), a claim of an id, a reschedule, a completion, an alias.
+ *
+ * Keys (`P` = `storage.prefix`):
+ * - `P cmd:idem` hash id → record JSON, `P cmd:idem:exp` sorted set id by `expiresMs` (the live
+ *   check compares with the caller's `nowMs`, as the other stores do; the sweeper purges);
+ * - `P cmd:outbox:seq` the seq counter; `P cmd:outbox` hash member → the entry's fixed fields,
+ *   `P cmd:outbox:state` hash member → `{attempts, lastError}`, `P cmd:outbox:backend` hash
+ *   member → backend; a member is the seq zero-padded to 16 digits, so a sorted set's ties (same due
+ *   time) order by seq;
+ * - `P cmd:outbox:due` and `P cmd:outbox:due:{backend}` sorted sets of members by `nextAttemptMs`;
+ *   `P cmd:outbox:backends` hash backend → entry count;
+ * - `P cmd:alias:{id}` list of a command's aliases (at most `MAX_ALIASES_PER_COMMAND`).
+ *
+ * Durability: a write is acknowledged once Redis applied it. With `waitReplicas` > 0 an accept is
+ * acknowledged only after `WAIT` confirms it on that many replicas (a shortfall throws
+ * `STORE_UNAVAILABLE`, so the command is not answered 201). What survives a Redis crash otherwise
+ * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
+ * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
+ *
+ * Limit: `due` only reads, as the port says; until the `Outbox` port has leased claims, two
+ * replicas' dispatchers may both deliver one due entry.
+ */
+import type { Redis } from 'ioredis';
+import { ProtoError } from '../errors.ts';
+import { closeRedis, connectRedis } from '../storage/redis.ts';
+import { whileRedisAnswers } from '../storage/redis-errors.ts';
+import { RedisScript } from '../storage/redis-script.ts';
+import {
+  MAX_ALIASES_PER_COMMAND,
+  type CommandStore,
+  type IdempotencyRecord,
+  type NewOutboxEntry,
+  type OutboxEntry,
+} from './CommandStore.ts';
+
+/** Where and how the store connects. */
+export interface RedisCommandStoreOptions {
+  /** A URL ioredis accepts (`redis://`, `rediss://`, password, database). */
+  url: string;
+  /** Prepended to every key (`storage.prefix`). */
+  prefix: string;
+  /** Replicas that must acknowledge an accept (`WAIT`) before it is answered; 0 = none. */
+  waitReplicas?: number;
+  /** How long `WAIT`/`WAITAOF` may take, in ms. */
+  waitTimeoutMs?: number;
+  /** `WAITAOF 1 0` after an accept: fsynced to the primary's AOF first (Redis >= 7.2; checked at open). */
+  waitAof?: boolean;
+  /** Sentinel settings handed to ioredis. */
+  sentinels?: Array<{ host: string; port: number }>;
+  name?: string;
+}
+
+/** The first Redis version with `WAITAOF`. */
+const WAITAOF_SINCE: [number, number] = [7, 2];
+
+/** The claim of an id: returns the live holder's JSON, or nil after storing the record. */
+const CLAIM = `
+local exp = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if exp and tonumber(exp) > tonumber(ARGV[2]) then return redis.call('HGET', KEYS[1], ARGV[1]) end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+`;
+
+/** The enqueue of an entry; KEYS[3..9] and ARGV[5..8]; leaves the new seq in `seq`. */
+const ENQUEUE = `
+local seq = redis.call('INCR', KEYS[3])
+local member = string.format('%016d', seq)
+redis.call('HSET', KEYS[4], member, ARGV[5])
+redis.call('HSET', KEYS[5], member, ARGV[6])
+redis.call('HSET', KEYS[6], member, ARGV[8])
+redis.call('ZADD', KEYS[7], ARGV[7], member)
+redis.call('ZADD', KEYS[8] .. ARGV[8], ARGV[7], member)
+redis.call('HINCRBY', KEYS[9], ARGV[8], 1)
+`;
+
+const ACCEPT = new RedisScript(`${CLAIM.replace("return redis.call('HGET', KEYS[1], ARGV[1])", "return {0, redis.call('HGET', KEYS[1], ARGV[1])}")}
+${ENQUEUE}
+return {1, seq}`);
+
+const CLAIM_ONLY = new RedisScript(CLAIM);
+
+const ENQUEUE_ONLY = new RedisScript(`${ENQUEUE}
+return seq`);
+
+/** Due entries of one backend: a flat list of member, score, fixed JSON, state JSON. */
+const DUE = new RedisScript(`
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for i = 1, #members, 2 do
+  local member = members[i]
+  local fixed = redis.call('HGET', KEYS[2], member)
+  if fixed then
+    table.insert(out, member)
+    table.insert(out, members[i + 1])
+    table.insert(out, fixed)
+    table.insert(out, redis.call('HGET', KEYS[3], member))
+  end
+end
+return out`);
+
+const RESCHEDULE = new RedisScript(`
+local backend = redis.call('HGET', KEYS[1], ARGV[1])
+if not backend then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[4] .. backend, ARGV[2], ARGV[1])
+return 1`);
+
+const COMPLETE = new RedisScript(`
+local backend = redis.call('HGET', KEYS[1], ARGV[1])
+if not backend then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5] .. backend, ARGV[1])
+if redis.call('HINCRBY', KEYS[6], backend, -1) <= 0 then redis.call('HDEL', KEYS[6], backend) end
+return 1`);
+
+/** Removes up to ARGV[2] records expired at ARGV[1]; returns how many. */
+const PURGE = new RedisScript(`
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, id in ipairs(ids) do
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+return #ids`);
+
+const ALIAS = new RedisScript(`
+if redis.call('LPOS', KEYS[1], ARGV[1]) then return 0 end
+if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return 1`);
+
+/** Records purged per script run, so one run never blocks Redis for long. */
+const PURGE_BATCH = 500;
+
+const STORE = 'the command store (Redis)';
+
+/** The fields of an entry that never change after the enqueue. */
+type FixedFields = Omit<OutboxEntry, 'seq' | 'attempts' | 'nextAttemptMs' | 'lastError'>;
+/** The fields a reschedule changes (besides the due time, kept as the sorted sets' score). */
+type StateFields = Pick<OutboxEntry, 'attempts' | 'lastError'>;
+
+/** A `CommandStore` on Redis, shared by every replica using the same prefix. */
+export class RedisCommandStore implements CommandStore {
+  readonly #options: RedisCommandStoreOptions;
+  readonly #keys: ReturnType<typeof keysOf>;
+  #client: Redis | undefined;
+
+  constructor(options: RedisCommandStoreOptions) {
+    this.#options = options;
+    this.#keys = keysOf(options.prefix);
+  }
+
+  /** Connects (fails when Redis does not answer). Idempotent. */
+  async open(): Promise<void> {
+    if (this.#client) return;
+    const { url, sentinels, name } = this.#options;
+    const client = await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, 'commands');
+    if (this.#options.waitAof) {
+      const version = /redis_version:(\d+)\.(\d+)/.exec(await client.info('server'));
+      const [major, minor] = [Number(version?.[1] ?? 0), Number(version?.[2] ?? 0)];
+      if (major < WAITAOF_SINCE[0] || (major === WAITAOF_SINCE[0] && minor < WAITAOF_SINCE[1])) {
+        await closeRedis(client);
+        throw new Error(`storage.redis.waitAof needs Redis >= ${WAITAOF_SINCE.join('.')} (WAITAOF); this server is ${major}.${minor}`);
+      }
+    }
+    this.#client = client;
+  }
+
+  /** Closes the connection. Safe to call twice. */
+  async close(): Promise<void> {
+    const client = this.#client;
+    this.#client = undefined;
+    if (client) await closeRedis(client);
+  }
+
+  /** True while the connection to Redis is up (for `/readyz`). */
+  ready(): boolean {
+    return this.#client?.status === 'ready';
+  }
+
+  async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    const k = this.#keys;
+    const reply = (await this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [
+      record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry),
+    ])) as [number, string];
+    if (reply[0] === 0) return JSON.parse(reply[1]) as IdempotencyRecord;
+    await this.#waitForReplicas();
+    return undefined;
+  }
+
+  async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    const k = this.#keys;
+    const holder = (await this.#run(CLAIM_ONLY, [k.idem, k.idemExp], [record.id, nowMs, JSON.stringify(record), record.expiresMs])) as string | null;
+    if (holder !== null) return JSON.parse(holder) as IdempotencyRecord;
+    await this.#waitForReplicas();
+    return undefined;
+  }
+
+  async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    const client = this.#connected();
+    const [expires, json] = await whileRedisAnswers(STORE, () => Promise.all([client.zscore(this.#keys.idemExp, id), client.hget(this.#keys.idem, id)]));
+    if (expires === null || json === null || Number(expires) <= nowMs) return undefined;
+    return JSON.parse(json) as IdempotencyRecord;
+  }
+
+  async purgeExpired(nowMs: number): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const batch = Number(await this.#run(PURGE, [this.#keys.idem, this.#keys.idemExp], [nowMs, PURGE_BATCH]));
+      removed += batch;
+      if (batch < PURGE_BATCH) return removed;
+    }
+  }
+
+  async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
+    const seq = Number(await this.#run(ENQUEUE_ONLY, ['', '', ...this.#enqueueKeys()], ['', '', '', '', ...enqueueArgs(entry)]));
+    await this.#waitForReplicas();
+    return { ...structuredClone(entry), seq };
+  }
+
+  async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
+    if (limit <= 0) return [];
+    const k = this.#keys;
+    const flat = (await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state], [nowMs, Math.floor(limit)])) as string[];
+    const entries: OutboxEntry[] = [];
+    for (let i = 0; i < flat.length; i += 4) {
+      const fixed = JSON.parse(flat[i + 2]!) as FixedFields;
+      const state = JSON.parse(flat[i + 3] ?? '{"attempts":0}') as StateFields;
+      entries.push({ seq: Number(flat[i]), ...fixed, attempts: state.attempts, nextAttemptMs: Number(flat[i + 1]), ...(state.lastError !== undefined && { lastError: state.lastError }) });
+    }
+    return entries;
+  }
+
+  async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
+    const k = this.#keys;
+    const state: StateFields = { attempts, lastError };
+    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf], [member(seq), nextAttemptMs, JSON.stringify(state)]);
+  }
+
+  async complete(seq: number): Promise<void> {
+    const k = this.#keys;
+    await this.#run(COMPLETE, [k.backendOf, k.outbox, k.state, k.due, k.dueOf, k.backends], [member(seq)]);
+  }
+
+  async nextDueMs(): Promise<number | undefined> {
+    const client = this.#connected();
+    const first = await whileRedisAnswers(STORE, () => client.zrange(this.#keys.due, '0', '0', 'WITHSCORES'));
+    return first.length === 0 ? undefined : Number(first[1]);
+  }
+
+  async backends(): Promise<string[]> {
+    const client = this.#connected();
+    return whileRedisAnswers(STORE, () => client.hkeys(this.#keys.backends));
+  }
+
+  async depth(): Promise<number> {
+    const client = this.#connected();
+    return whileRedisAnswers(STORE, () => client.zcard(this.#keys.due));
+  }
+
+  async rememberAlias(id: string, alias: string): Promise<void> {
+    await this.#run(ALIAS, [this.#keys.aliasOf + id], [alias, MAX_ALIASES_PER_COMMAND]);
+  }
+
+  async aliasesOf(id: string): Promise<string[]> {
+    const client = this.#connected();
+    return whileRedisAnswers(STORE, () => client.lrange(this.#keys.aliasOf + id, 0, -1));
+  }
+
+  #enqueueKeys(): string[] {
+    const k = this.#keys;
+    return [k.seq, k.outbox, k.state, k.backendOf, k.due, k.dueOf, k.backends];
+  }
+
+  async #run(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {
+    const client = this.#connected();
+    return whileRedisAnswers(STORE, () => script.run(client, keys, args));
+  }
+
+  /** With `waitAof`/`waitReplicas`, waits until the writes so far are fsynced / on that many replicas; a shortfall is a 503. */
+  async #waitForReplicas(): Promise<void> {
+    const client = this.#connected();
+    if (this.#options.waitAof) {
+      const [local] = (await whileRedisAnswers(STORE, () => client.call('WAITAOF', 1, 0, this.#options.waitTimeoutMs ?? 1_000))) as [number, number];
+      if (local < 1) throw new ProtoError('STORE_UNAVAILABLE', `${STORE}: the write was not fsynced to the AOF in time`, undefined, { 'Retry-After': '1' });
+    }
+    const wanted = this.#options.waitReplicas ?? 0;
+    if (wanted <= 0) return;
+    const acked = await whileRedisAnswers(STORE, () => client.wait(wanted, this.#options.waitTimeoutMs ?? 1_000));
+    if (acked < wanted) {
+      throw new ProtoError('STORE_UNAVAILABLE', `${STORE}: ${acked} of ${wanted} replicas confirmed the write in time`, { acked, wanted }, { 'Retry-After': '1' });
+    }
+  }
+
+  #connected(): Redis {
+    if (!this.#client) throw new Error('RedisCommandStore is not open');
+    return this.#client;
+  }
+}
+
+function keysOf(prefix: string) {
+  const p = `${prefix}cmd:`;
+  return {
+    idem: `${p}idem`,
+    idemExp: `${p}idem:exp`,
+    seq: `${p}outbox:seq`,
+    outbox: `${p}outbox`,
+    state: `${p}outbox:state`,
+    backendOf: `${p}outbox:backend`,
+    due: `${p}outbox:due`,
+    dueOf: `${p}outbox:due:`,
+    backends: `${p}outbox:backends`,
+    aliasOf: `${p}alias:`,
+  };
+}
+
+/** ARGV[5..8] of ENQUEUE: fixed JSON, state JSON, due time, backend. */
+function enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
+  const { attempts, nextAttemptMs, lastError, ...fixed } = entry;
+  const state: StateFields = { attempts, ...(lastError !== undefined && { lastError }) };
+  return [JSON.stringify(fixed), JSON.stringify(state), nextAttemptMs, entry.backend];
+}
+
+function member(seq: number): string {
+  return String(seq).padStart(16, '0');
+}

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { RedisSubscriptionStore } from '../../../src/bridges/webhooks/redis-subscription-store.ts';
+import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { subscription, subscriptionStoreContract } from './subscription-store-contract.ts';
+
+/** The store under test; closing it also deletes its keys. */
+class TestRedisSubscriptionStore extends RedisSubscriptionStore {
+  readonly #prefix: string;
+  constructor(prefix = randomPrefix()) {
+    super({ url: SHARED_REDIS_URL, prefix });
+    this.#prefix = prefix;
+  }
+  override async close(): Promise<void> {
+    await super.close();
+    await deletePrefix(SHARED_REDIS_URL, this.#prefix);
+  }
+}
+
+subscriptionStoreContract('redis', () => new TestRedisSubscriptionStore());
+
+describe('RedisSubscriptionStore', () => {
+  it('shares subscriptions between two replicas on one prefix, and a disabled one leaves the fan-out list', async () => {
+    const prefix = randomPrefix();
+    const one = new RedisSubscriptionStore({ url: SHARED_REDIS_URL, prefix });
+    const two = new TestRedisSubscriptionStore(prefix);
+    await one.open();
+    await two.open();
+    try {
+      await one.create(subscription('s1', 'alice', { secret: 'x', types: ['OrderPlacedV1'] }));
+      await one.create(subscription('s2', 'alice'));
+      expect((await two.listActive()).map((s) => s.id)).toEqual(['s1', 's2']);
+      expect(await two.setStatus('s1', 'disabled')).toBe(true);
+      expect((await one.listActive()).map((s) => s.id)).toEqual(['s2']);
+      expect((await one.get('s1'))?.status).toBe('disabled');
+      await expect(two.create(subscription('s2', 'bob'))).rejects.toThrow(/exists/);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Two replicas' webhook dispatchers on one Redis prefix (the queue and subscriptions shared), posting
+ * over real HTTP to a loopback receiver that counts deliveries per event id: every delivery arrives
+ * exactly once, and the replicas' `claims{claimed}` add up to the number of deliveries.
+ */
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { request } from 'undici';
+import { describe, expect, it } from 'vitest';
+import { DeliveryDispatcher, type DeliveryPoster } from '../../../src/bridges/webhooks/delivery-dispatcher.ts';
+import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery-queue.ts';
+import { RedisSubscriptionStore } from '../../../src/bridges/webhooks/redis-subscription-store.ts';
+import { webhookMetrics } from '../../../src/metrics/webhooks.ts';
+import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { startReceiver } from './support.ts';
+import { subscription } from './subscription-store-contract.ts';
+
+/** Posts to the loopback receiver (the test's URL names 127.0.0.1 directly). */
+const poster: DeliveryPoster = {
+  async post(url, headers, body, signal) {
+    try {
+      const res = await request(url, { method: 'POST', headers, body, ...(signal && { signal }) });
+      await res.body.dump();
+      return { status: res.statusCode };
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+  },
+};
+
+async function replica(prefix: string) {
+  const queue = new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix });
+  const subscriptions = new RedisSubscriptionStore({ url: SHARED_REDIS_URL, prefix });
+  await queue.open();
+  await subscriptions.open();
+  const registry = new Registry();
+  const metrics = webhookMetrics(registry);
+  const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client: poster, scheduleMs: [100], concurrency: 8, metrics, logger: pino({ level: 'silent' }) });
+  const claimed = async () => (await metrics.claims.get()).values.find((v) => v.labels.outcome === 'claimed')?.value ?? 0;
+  return {
+    queue, subscriptions, dispatcher, claimed,
+    async close() {
+      await dispatcher.close();
+      await queue.close();
+      await subscriptions.close();
+    },
+  };
+}
+
+describe('webhook deliveries with two replicas on one Redis', () => {
+  it('delivers each event once across both replicas', async () => {
+    const receiver = await startReceiver();
+    const prefix = randomPrefix();
+    const [a, b] = await Promise.all([replica(prefix), replica(prefix)]);
+    try {
+      await a.subscriptions.create(subscription('sub-1', 'alice', { url: `http://127.0.0.1:${receiver.port}/hook` }));
+      const count = 60;
+      const deliveries = Array.from({ length: count }, (_, i) => ({
+        id: `msg-${i}`, subscriptionId: 'sub-1', eventId: `evt-${i}`, eventType: 'OrderPlacedV1', payload: JSON.stringify({ id: `evt-${i}` }), nextAttemptMs: Date.now(),
+      }));
+      // Both replicas' fan-outs enqueue the same deliveries (same ids): the queue keeps one of each.
+      await Promise.all([a.queue.enqueue(deliveries, Date.now()), b.queue.enqueue(deliveries, Date.now())]);
+      await Promise.all([a.dispatcher.start(), b.dispatcher.start()]);
+      await expect.poll(async () => (await a.queue.counts()).succeeded, { timeout: 30_000 }).toBe(count);
+      const perEvent = new Map<string, number>();
+      for (const req of receiver.requests) {
+        const id = (JSON.parse(req.body) as { id: string }).id;
+        perEvent.set(id, (perEvent.get(id) ?? 0) + 1);
+      }
+      expect(perEvent.size).toBe(count);
+      expect([...perEvent.values()].every((n) => n === 1)).toBe(true);
+      expect((await a.claimed()) + (await b.claimed())).toBe(count);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await receiver.close();
+      await deletePrefix(SHARED_REDIS_URL, prefix);
+    }
+  }, 60_000);
+});

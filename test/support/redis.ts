@@ -1,0 +1,135 @@
+/**
+ * Redis for tests: the shared server on 127.0.0.1:6379 with a random key prefix per store (so
+ * parallel runs never collide, and the keys are deleted afterwards), and private servers started
+ * on a free loopback port with the settings a test needs (`--appendonly yes --appendfsync always`,
+ * or one to stop and start again). Never touches the shared server's settings.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** The shared test Redis. */
+export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379/0';
+
+/** A fresh key prefix: nothing else uses it. */
+export function randomPrefix(): string {
+  return `test:${randomUUID()}:`;
+}
+
+/** Deletes every key under `prefix` on the Redis at `url`. */
+export async function deletePrefix(url: string, prefix: string): Promise<void> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length > 0) await client.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } catch {
+    // The server may be gone (a test that stopped it); its keys went with it.
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A free loopback TCP port (bound, read and released). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A redis-server of a test's own, on loopback, with extra arguments; stop and start it at will. */
+export class PrivateRedis {
+  readonly port: number;
+  readonly url: string;
+  readonly #args: string[];
+  readonly #dir: string;
+  #child: ChildProcess | undefined;
+  /** Set for a Sentinel: the whole command line. */
+  #command: string[] | undefined;
+
+  private constructor(port: number, args: string[]) {
+    this.port = port;
+    this.url = `redis://127.0.0.1:${port}/0`;
+    this.#args = args;
+    this.#dir = mkdtempSync(join(tmpdir(), 'pgw-redis-'));
+  }
+
+  /** Starts a server on a free port with `args` (e.g. `['--appendonly', 'yes', '--appendfsync', 'always']`). */
+  static async start(args: string[] = []): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort(), args);
+    await redis.start();
+    return redis;
+  }
+
+  /** Starts a Sentinel on a free port monitoring `master` under the name `name` (its config file in its own directory). */
+  static async sentinel(master: PrivateRedis, name: string): Promise<PrivateRedis> {
+    const port = await freePort();
+    const redis = new PrivateRedis(port, []);
+    const conf = join(redis.#dir, 'sentinel.conf');
+    writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${redis.#dir}\nsentinel monitor ${name} 127.0.0.1 ${master.port} 1\n`);
+    redis.#command = ['redis-server', conf, '--sentinel'];
+    await redis.start();
+    return redis;
+  }
+
+  /** Starts the server again (same port, same data directory) and waits until it answers PING. */
+  async start(): Promise<void> {
+    if (this.#child) return;
+    const [command, ...args] = this.#command ?? ['redis-server', '--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.#dir, '--save', '', ...this.#args];
+    this.#child = spawn(command!, args, { stdio: 'ignore' });
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      client.on('error', () => {});
+      try {
+        await client.connect();
+        await client.ping();
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      } finally {
+        client.disconnect();
+      }
+    }
+  }
+
+  /** Stops the server (SIGTERM) and waits for the process to end. */
+  async stop(): Promise<void> {
+    const child = this.#child;
+    this.#child = undefined;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  }
+
+  /** Kills the server (SIGKILL: no shutdown save, no final fsync) and waits for the process to end. */
+  async crash(): Promise<void> {
+    const child = this.#child;
+    this.#child = undefined;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
+  }
+
+  /** Stops the server and removes its data directory. */
+  async dispose(): Promise<void> {
+    await this.stop();
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}
