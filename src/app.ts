@@ -17,7 +17,9 @@ import type { Route } from './http/route.ts';
 import { Router } from './http/router.ts';
 import { createHttpServer } from './http/server.ts';
 import { EventCatalogue } from './catalogue/event-catalogue.ts';
-import { eventRoutes } from './http/routes/events.ts';
+import { eventRoutes, filterOf, readEventPage } from './http/routes/events.ts';
+import { mcpBridge } from './bridges/mcp/mcp-bridge.ts';
+import { mcpMetrics } from './metrics/mcp.ts';
 import { IngestorSet, type Ingestor } from './ingest/ingestors.ts';
 import type { EventLog } from './log/EventLog.ts';
 import { openEventLog } from './log/open-log.ts';
@@ -173,6 +175,7 @@ async function assemble(input: AssembleInput) {
     auth: config.auth,
     capabilities,
     backends,
+    mcp: config.mcp.enabled,
   });
   const carriers = credentialCarriers(config.auth);
   const queries = createQueryPath({
@@ -203,6 +206,25 @@ async function assemble(input: AssembleInput) {
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
   const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
+  const mcp = config.mcp.enabled ? mcpBridge({
+    config: config.mcp,
+    surface: {
+      commands,
+      queries,
+      events: {
+        catalogue,
+        page: (query) => readEventPage({ log, events: config.events, correlationAliases: commands.store }, query),
+        filter: (query) => filterOf(query, undefined),
+      },
+      manifest,
+      tail,
+    },
+    aliases: commands.aliases,
+    serverVersion: GATEWAY_VERSION,
+    metrics: mcpMetrics(registry),
+    logger,
+  }) : undefined;
+  if (mcp) life.add(mcp.sessions);
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
@@ -227,6 +249,7 @@ async function assemble(input: AssembleInput) {
     ...commands.routes,
     ...queries.routes,
     ...serviceRoutes(services),
+    ...(mcp?.routes ?? []),
     // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({
       backends,

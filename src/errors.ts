@@ -35,6 +35,8 @@ export const errorStatus = {
   SERVICE_ENDPOINT_REJECTED: 400,
   /** `webhooks.maxSubscriptionsPerPrincipal` or `webhooks.maxSubscriptions` reached; `details.limit` says which. */
   TOO_MANY_SUBSCRIPTIONS: 429,
+  /** `mcp.maxSessions` MCP sessions are open: a new one is refused until one ends (DELETE or idle expiry). */
+  TOO_MANY_SESSIONS: 503,
 } as const;
 
 /** A stable, machine-readable error code. */

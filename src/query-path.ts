@@ -31,6 +31,8 @@ export interface QueryPathOptions {
 /** The query path, built: its component (the catalogue) and its routes. */
 export interface QueryPath {
   catalogue: QueryCatalogue;
+  /** Runs queries (the routes and the MCP `execute_query` tool). */
+  runner: QueryRunner;
   routes: Route[];
 }
 
@@ -52,5 +54,5 @@ export function createQueryPath(options: QueryPathOptions): QueryPath {
     credentialQueryParam: options.credentialQueryParam,
     metrics: queryMetrics(options.registry),
   });
-  return { catalogue, routes: queryRoutes({ catalogue, runner, backends }) };
+  return { catalogue, runner, routes: queryRoutes({ catalogue, runner, backends }) };
 }

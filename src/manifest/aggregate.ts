@@ -24,6 +24,8 @@ export interface AggregateInput {
   /** The gateway's own capabilities (see capabilities.ts). */
   capabilities: Capability[];
   backends: Backend[];
+  /** The MCP front is served at `{publicUrl}mcp` (`mcp.enabled`); default false. */
+  mcp?: boolean;
 }
 
 /** Builds the aggregated public manifest. */
@@ -34,6 +36,7 @@ export function aggregateManifest(input: AggregateInput): Manifest {
       description: 'proto-gateway: one public endpoint in front of every backend service',
       spec: `${input.publicUrl}spec/${GATEWAY_SERVICE}`,
       http: { endpoint: input.publicUrl },
+      ...(input.mcp === true && { mcp: mcpBlock(input.publicUrl, input.auth) }),
     },
   };
   const capabilities = [...input.capabilities];
@@ -61,6 +64,20 @@ export function authenticationBlock(auth: AuthConfig): AuthenticationBlock {
   if (auth.type === 'apiKey') return { type: 'apiKey', in: 'header', scheme: auth.header };
   if (auth.type === 'bearer') return { type: 'bearer', scheme: 'Bearer' };
   return { type: 'none' };
+}
+
+/**
+ * The gateway's `mcp` transport block (PROTOCOL.md 2.4): Streamable HTTP at `{publicUrl}mcp`,
+ * events pushed as notifications, and the credentials in the `headers` form of 2.6.
+ */
+export function mcpBlock(publicUrl: string, auth: AuthConfig): Record<string, unknown> {
+  const block: Record<string, unknown> = { transport: 'http', server: `${publicUrl}mcp`, push: true };
+  if (auth.type === 'apiKey') {
+    block.authentication = { type: 'apiKey', headers: [{ name: auth.header, description: 'API key (Authorization: Bearer <key> works too)' }] };
+  } else if (auth.type === 'bearer') {
+    block.authentication = { type: 'bearer', scheme: 'Bearer' };
+  }
+  return block;
 }
 
 interface BackendPart {

@@ -82,6 +82,8 @@ export const LIFECYCLE_CAPABILITY: CapabilitySpec = {
 };
 
 /** The gateway's capability specs for a configuration. */
-export function gatewayCapabilitySpecs(_config: GatewayConfig): CapabilitySpec[] {
-  return [EVENTS_CAPABILITY, COMMANDS_CAPABILITY, QUERIES_CAPABILITY, REGISTRY_CAPABILITY, LIFECYCLE_CAPABILITY];
+export function gatewayCapabilitySpecs(config: GatewayConfig): CapabilitySpec[] {
+  // The MCP front pushes a command's events to the session that sent it (PROTOCOL.md 6.2).
+  const events = config.mcp.enabled ? { ...EVENTS_CAPABILITY, push: { ...EVENTS_CAPABILITY.push, mcp: true } } : EVENTS_CAPABILITY;
+  return [events, COMMANDS_CAPABILITY, QUERIES_CAPABILITY, REGISTRY_CAPABILITY, LIFECYCLE_CAPABILITY];
 }

@@ -15,6 +15,8 @@ export interface PublicManifestOptions {
   auth: AuthConfig;
   capabilities: CapabilitySpec[];
   backends: BackendDirectory;
+  /** The MCP front is served (`mcp.enabled`): the gateway's service gets its `mcp` block. */
+  mcp?: boolean;
 }
 
 export class PublicManifest {
@@ -50,6 +52,7 @@ export class PublicManifest {
       auth: o.auth,
       capabilities: gatewayCapabilities(o.capabilities, o.publicUrl),
       backends: o.backends.list(),
+      mcp: o.mcp,
     });
     return this.#cached;
   }

@@ -7,7 +7,7 @@ import type { BackendDirectory } from '../../backends/directory.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { EventsConfig } from '../../config/types.ts';
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
-import { readHistory } from '../../log/history.ts';
+import { readHistory, type EventList } from '../../log/history.ts';
 import { isoTime, positiveInteger, text } from '../params.ts';
 import type { RequestContext, Route } from '../route.ts';
 
@@ -22,13 +22,7 @@ export interface EventRoutesOptions {
 
 /** The routes of the events capability. */
 export function eventRoutes(options: EventRoutesOptions): Route[] {
-  const history = async (ctx: RequestContext, backend?: string) => {
-    const filter = filterOf(ctx.query, backend);
-    const limit = positiveInteger(ctx.query, 'limit', options.events.pageSize.default);
-    const after = text(ctx.query, 'after');
-    const correlationAliases = filter.correlationId === undefined ? undefined : await options.correlationAliases?.aliasesOf(filter.correlationId);
-    return { status: 200, body: await readHistory(options.log, options.events.pageSize, { filter, limit, after, correlationAliases }) };
-  };
+  const history = async (ctx: RequestContext, backend?: string) => ({ status: 200, body: await readEventPage(options, ctx.query, backend) });
   const scoped = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
   const schema = async (ctx: RequestContext, backend?: string) => ({
     status: 200,
@@ -49,7 +43,25 @@ export function eventRoutes(options: EventRoutesOptions): Route[] {
   ];
 }
 
-function filterOf(query: URLSearchParams, backend: string | undefined): EventFilter {
+/**
+ * One page of `GET /events` for its query parameters (type, correlationId, source, from, to,
+ * limit, after), optionally scoped to a backend; throws 400 `INVALID_PARAMETER`/`INVALID_CURSOR`.
+ * Shared by the route and the MCP `get_events` tool.
+ */
+export async function readEventPage(
+  options: Pick<EventRoutesOptions, 'log' | 'events' | 'correlationAliases'>,
+  query: URLSearchParams,
+  backend?: string,
+): Promise<EventList> {
+  const filter = filterOf(query, backend);
+  const limit = positiveInteger(query, 'limit', options.events.pageSize.default);
+  const after = text(query, 'after');
+  const correlationAliases = filter.correlationId === undefined ? undefined : await options.correlationAliases?.aliasesOf(filter.correlationId);
+  return readHistory(options.log, options.events.pageSize, { filter, limit, after, correlationAliases });
+}
+
+/** The log filter of `GET /events` and stream query parameters. */
+export function filterOf(query: URLSearchParams, backend: string | undefined): EventFilter {
   const filter: EventFilter = {};
   const type = text(query, 'type');
   const source = text(query, 'source');

@@ -1,0 +1,195 @@
+/**
+ * What each MCP tool does, over the gateway's own pipelines (no copies): the command and query
+ * catalogues, the one command ingestion, the query runner, the event log page reader, the event
+ * catalogue and the public manifest. A refusal is a tool error (`isError`) whose text says what is
+ * wrong (MCP clients show the model only that text); arguments are checked against the closed
+ * input schemas first.
+ */
+import { randomUUID } from 'node:crypto';
+import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
+import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
+import type { QueryCatalogue } from '../../catalogue/query-catalogue.ts';
+import type { CommandIngestion } from '../../commands/ingestion.ts';
+import { isProtoError, ProtoError } from '../../errors.ts';
+import { requireScope } from '../../http/auth.ts';
+import type { Principal } from '../../http/route.ts';
+import { newTraceparent } from '../../http/trace.ts';
+import type { CloudEvent, EventFilter } from '../../log/EventLog.ts';
+import type { EventList } from '../../log/history.ts';
+import type { PublicManifest } from '../../manifest/public-manifest.ts';
+import type { McpMetrics } from '../../metrics/mcp.ts';
+import type { QueryRunner } from '../../queries/query-runner.ts';
+import type { LiveTail } from '../live-tail/live-tail.ts';
+import { openTailStream } from '../live-tail/tail-stream.ts';
+import type { CommandFollow } from './command-follow.ts';
+import { compileArgumentChecks, TOOL_DEFINITIONS, type ToolName } from './mcp-tool-set.ts';
+
+/** The gateway surface the tools run on. */
+export interface ToolSurface {
+  commands: { catalogue: CommandCatalogue; ingestion: CommandIngestion };
+  queries: { catalogue: QueryCatalogue; runner: QueryRunner };
+  events: {
+    catalogue: EventCatalogue;
+    /** One page of `GET /events` for these parameters. */
+    page(query: URLSearchParams): Promise<EventList>;
+    /** `filterOf` of the events routes: the stream filter of these parameters. */
+    filter(query: URLSearchParams): EventFilter;
+  };
+  manifest: PublicManifest;
+  tail: LiveTail;
+  metrics: McpMetrics;
+}
+
+/** The session a tool runs in: its caller, and how it follows (and pushes) a command's events. */
+export interface ToolSession {
+  principal: Principal;
+  /** Opens a follow of `commandId` whose events are pushed to this session. */
+  follow(commandId: string): Promise<CommandFollow>;
+}
+
+/** The result of `tools/call` (MCP `CallToolResult`). */
+export interface ToolResult {
+  content: Array<{ type: 'text'; text: string }>;
+  isError?: boolean;
+  [key: string]: unknown;
+}
+
+type Args = Record<string, unknown>;
+type Tool = (args: Args, session: ToolSession) => Promise<unknown>;
+
+/** Runs tool calls; built once, at boot. */
+export type ToolRunner = (name: string, args: unknown, session: ToolSession) => Promise<ToolResult>;
+
+/** Builds the tool runner over `surface`. */
+export function createToolRunner(surface: ToolSurface): ToolRunner {
+  const checks = compileArgumentChecks();
+  const tools = toolTable(surface);
+  return async (name, args, session) => {
+    const tool = tools.get(name as ToolName);
+    const check = checks.get(name as ToolName);
+    if (!tool || !check) return failure(surface, 'unknown', `unknown tool "${name}"; known tools: ${TOOL_DEFINITIONS.map((t) => t.name).join(', ')}`);
+    const problems = check(args);
+    if (problems.length > 0) return failure(surface, name, `invalid arguments for ${name}: ${problems.join('; ')}`);
+    try {
+      const value = await tool((args ?? {}) as Args, session);
+      surface.metrics.toolCall(name, 'ok');
+      return { content: [{ type: 'text', text: JSON.stringify(value) }] };
+    } catch (err) {
+      if (!isProtoError(err)) throw err;
+      return failure(surface, name, refusalText(err));
+    }
+  };
+}
+
+function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
+  const { commands, queries, events } = surface;
+  const send = (args: Args, session: ToolSession) => sendCommand(commands.ingestion, args, session);
+  return new Map<ToolName, Tool>([
+    ['get_command_catalogue', async () => ({ commands: commands.catalogue.list() })],
+    ['get_command_schema', async (a) => commands.catalogue.schemaDocument(String(a.schema), String(a.version))],
+    ['send_command', async (a, s) => {
+      const { id, follow } = await send(a, s);
+      void follow;
+      return { id, correlationId: id, push: 'notifications/proto/event' };
+    }],
+    ['send_command_and_wait', async (a, s) => {
+      const { id, follow } = await send(a, s);
+      const ended = await waitFor(follow.ended, seconds(a.timeout_seconds, 30));
+      return { id, correlationId: id, events: [...follow.events], complete: ended === 'terminal' };
+    }],
+    ['get_query_catalogue', async () => ({ queries: queries.catalogue.list() })],
+    ['get_query_schema', async (a) => queries.catalogue.document(String(a.schema), String(a.version))],
+    ['execute_query', async (a) => {
+      const result = await queries.runner.run({ schema: String(a.schema), query: searchParams(a.params), traceparent: newTraceparent() });
+      if (result.status >= 400) throw new ProtoError('BACKEND_UNAVAILABLE', `the query answered ${result.status}: ${JSON.stringify(result.body ?? null)}`);
+      return result.body ?? null;
+    }],
+    ['get_manifest', async () => surface.manifest.current()],
+    ['get_events', async (a) => events.page(searchParams(a.params))],
+    ['get_event_schema', async (a) => events.catalogue.schema(String(a.schema), String(a.version))],
+    ['sample_event_stream', async (a) => sample(surface, a)],
+  ]);
+}
+
+/** Builds the envelope the public MCP client builds and runs it through the one ingestion. */
+async function sendCommand(ingestion: CommandIngestion, args: Args, session: ToolSession): Promise<{ id: string; follow: CommandFollow }> {
+  requireScope(session.principal, 'write');
+  const schema = String(args.schema);
+  const id = randomUUID();
+  const envelope = {
+    specversion: '1.0',
+    id,
+    source: typeof args.source === 'string' ? args.source : `urn:proto-gateway:mcp:${session.principal.id}`,
+    type: pascalCase(schema),
+    datacontenttype: 'application/json',
+    dataschema: `${schema}/${String(args.version)}`,
+    time: new Date().toISOString(),
+    data: args.data,
+  };
+  // Subscribe first: an event appended between the 201 and the subscription would be missed.
+  const follow = await session.follow(id);
+  try {
+    await ingestion.submit({ principal: session.principal.id, readBody: async () => envelope, traceparent: newTraceparent() });
+  } catch (err) {
+    follow.close();
+    throw err;
+  }
+  return { id, follow };
+}
+
+/** Listens to the live tail with the stream filters for a while; returns what arrived. */
+async function sample(surface: ToolSurface, args: Args): Promise<{ events: CloudEvent[] }> {
+  const maxEvents = typeof args.max_events === 'number' ? args.max_events : 100;
+  const stream = openTailStream(surface.tail, {
+    filter: surface.events.filter(searchParams(args.params)),
+    closeOnTerminal: false,
+    ...(typeof args.last_event_id === 'string' && { afterId: args.last_event_id }),
+  });
+  const timer = setTimeout(() => stream.close(), seconds(args.max_seconds, 10) * 1000);
+  const events: CloudEvent[] = [];
+  try {
+    for await (const event of stream) {
+      events.push(event);
+      if (events.length >= maxEvents) break;
+    }
+  } finally {
+    clearTimeout(timer);
+    stream.close();
+  }
+  return { events };
+}
+
+/** `place-order` → `PlaceOrder` (the envelope `type` of a kebab-case schema name). */
+export function pascalCase(schema: string): string {
+  return schema.split(/[-_]/).filter(Boolean).map((part) => part[0].toUpperCase() + part.slice(1)).join('');
+}
+
+function searchParams(params: unknown): URLSearchParams {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries((params ?? {}) as Record<string, unknown>)) query.set(key, String(value));
+  return query;
+}
+
+function seconds(value: unknown, fallback: number): number {
+  return typeof value === 'number' ? value : fallback;
+}
+
+/** The promise's value, or `undefined` after `seconds`. */
+async function waitFor<T>(promise: Promise<T>, seconds: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), seconds * 1000)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function refusalText(err: ProtoError): string {
+  return `${err.code}: ${err.message}`;
+}
+
+function failure(surface: ToolSurface, tool: string, text: string): ToolResult {
+  surface.metrics.toolCall(tool, 'error');
+  return { content: [{ type: 'text', text }], isError: true };
+}
