@@ -75,6 +75,18 @@ export class MemoryCommandStore implements CommandStore {
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
+    return this.#due(backend, nowMs, limit);
+  }
+
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
+    const claimed = this.#due(backend, nowMs, limit);
+    // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
+    for (const entry of claimed) this.#outbox.get(entry.seq)!.nextAttemptMs = nowMs + leaseMs;
+    return claimed;
+  }
+
+  #due(backend: string, nowMs: number, limit: number): OutboxEntry[] {
     this.#assertOpen();
     return [...this.#outbox.values()]
       .filter((entry) => entry.backend === backend && entry.nextAttemptMs <= nowMs)

@@ -21,8 +21,9 @@
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
  * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
  *
- * Limit: `due` only reads, as the port says; until the `Outbox` port has leased claims, two
- * replicas' dispatchers may both deliver one due entry.
+ * Leased claims (`claimDue`): claiming moves an entry's due time to the end of its lease, in the
+ * script that reads it, so two replicas' dispatchers never deliver one entry at once, and a dead
+ * replica's claimed entries are due again when their lease runs out.
  */
 import type { Redis } from 'ioredis';
 import { ProtoError } from '../errors.ts';
@@ -98,6 +99,28 @@ for i = 1, #members, 2 do
     table.insert(out, members[i + 1])
     table.insert(out, fixed)
     table.insert(out, redis.call('HGET', KEYS[3], member))
+  end
+end
+return out`);
+
+/**
+ * The leased claim: DUE's read, then each entry's due time (both sorted sets) moved to the lease's
+ * end (ARGV[3]), in one script, so two replicas never claim one entry and a dead claimer's entries
+ * come back when the lease runs out. KEYS: due of the backend, fixed, state, overall due.
+ */
+const CLAIM_DUE = new RedisScript(`
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for i = 1, #members, 2 do
+  local member = members[i]
+  local fixed = redis.call('HGET', KEYS[2], member)
+  if fixed then
+    table.insert(out, member)
+    table.insert(out, members[i + 1])
+    table.insert(out, fixed)
+    table.insert(out, redis.call('HGET', KEYS[3], member))
+    redis.call('ZADD', KEYS[1], ARGV[3], member)
+    redis.call('ZADD', KEYS[4], ARGV[3], member)
   end
 end
 return out`);
@@ -228,14 +251,13 @@ export class RedisCommandStore implements CommandStore {
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
     const k = this.#keys;
-    const flat = (await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state], [nowMs, Math.floor(limit)])) as string[];
-    const entries: OutboxEntry[] = [];
-    for (let i = 0; i < flat.length; i += 4) {
-      const fixed = JSON.parse(flat[i + 2]!) as FixedFields;
-      const state = JSON.parse(flat[i + 3] ?? '{"attempts":0}') as StateFields;
-      entries.push({ seq: Number(flat[i]), ...fixed, attempts: state.attempts, nextAttemptMs: Number(flat[i + 1]), ...(state.lastError !== undefined && { lastError: state.lastError }) });
-    }
-    return entries;
+    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state], [nowMs, Math.floor(limit)])) as string[]);
+  }
+
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    if (limit <= 0) return [];
+    const k = this.#keys;
+    return entriesOf((await this.#run(CLAIM_DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit), nowMs + leaseMs])) as string[]);
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
@@ -330,4 +352,15 @@ function enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
 
 function member(seq: number): string {
   return String(seq).padStart(16, '0');
+}
+
+/** Outbox entries from DUE's and CLAIM's flat answer: member, score (due time), fixed JSON, state JSON. */
+function entriesOf(flat: string[]): OutboxEntry[] {
+  const entries: OutboxEntry[] = [];
+  for (let i = 0; i < flat.length; i += 4) {
+    const fixed = JSON.parse(flat[i + 2]!) as FixedFields;
+    const state = JSON.parse(flat[i + 3] ?? '{"attempts":0}') as StateFields;
+    entries.push({ seq: Number(flat[i]), ...fixed, attempts: state.attempts, nextAttemptMs: Number(flat[i + 1]), ...(state.lastError !== undefined && { lastError: state.lastError }) });
+  }
+  return entries;
 }

@@ -132,6 +132,16 @@ export class SqliteCommandStore implements CommandStore {
     return rows.map(entryOf);
   }
 
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    const sql = this.#sqlite.statements;
+    // One transaction: read what is due, then push its due time to the lease's end (the claim).
+    return this.#sqlite.transaction(() => {
+      const rows = sql.due.all(backend, nowMs, Math.max(0, limit)) as unknown as OutboxRow[];
+      for (const row of rows) sql.lease.run(nowMs + leaseMs, row.seq);
+      return rows.map(entryOf);
+    });
+  }
+
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
     this.#sqlite.statements.reschedule.run(attempts, nextAttemptMs, lastError, seq);
   }
@@ -177,6 +187,7 @@ function prepareStatements(db: DatabaseSync) {
     due: statement('SELECT * FROM outbox WHERE backend = ? AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?'),
     reschedule: statement('UPDATE outbox SET attempts = ?, next_attempt_ms = ?, last_error = ? WHERE seq = ?'),
     complete: statement('DELETE FROM outbox WHERE seq = ?'),
+    lease: statement('UPDATE outbox SET next_attempt_ms = ? WHERE seq = ?'),
     nextDue: statement('SELECT MIN(next_attempt_ms) AS next FROM outbox'),
     backends: statement('SELECT DISTINCT backend FROM outbox'),
     depth: statement('SELECT COUNT(*) AS n FROM outbox'),
