@@ -119,4 +119,17 @@ export interface CommandStore extends IdempotencyStore, Outbox, CorrelationAlias
    * the live record that holds the id (nothing written), or undefined when both were written.
    */
   accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined>;
+  /**
+   * Group commit: every item as `accept` would, in order, in ONE durable commit (one transaction on
+   * sqlite; one pipelined round of scripts on Redis). Idempotency stays exact inside the batch: an
+   * item whose id an earlier item of the batch took gets that item's record back. Returns one
+   * answer per item, in order.
+   */
+  acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>>;
+}
+
+/** One command to accept: its idempotency record and its outbox entry. */
+export interface AcceptItem {
+  record: IdempotencyRecord;
+  entry: NewOutboxEntry;
 }

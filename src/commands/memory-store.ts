@@ -8,6 +8,7 @@
  * and the window, not by a count).
  */
 import {
+  type AcceptItem,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -42,6 +43,12 @@ export class MemoryCommandStore implements CommandStore {
     this.#records.set(record.id, copy(record));
     this.#insert(entry);
     return undefined;
+  }
+
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+    const answers: Array<IdempotencyRecord | undefined> = [];
+    for (const { record, entry } of items) answers.push(await this.accept(record, entry, nowMs));
+    return answers;
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {

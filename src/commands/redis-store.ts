@@ -31,6 +31,7 @@ import { closeRedis, connectRedis } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
+  type AcceptItem,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -216,6 +217,19 @@ export class RedisCommandStore implements CommandStore {
     if (reply[0] === 0) return JSON.parse(reply[1]) as IdempotencyRecord;
     await this.#waitForReplicas();
     return undefined;
+  }
+
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+    // The scripts go out together on the one connection (pipelined) and run in order, each atomic,
+    // so a later item sees what an earlier one stored; one WAIT covers the batch.
+    const k = this.#keys;
+    const replies = (await Promise.all(
+      items.map(({ record, entry }) =>
+        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry)]),
+      ),
+    )) as Array<[number, string]>;
+    if (replies.some((reply) => reply[0] !== 0)) await this.#waitForReplicas();
+    return replies.map((reply) => (reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined));
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {

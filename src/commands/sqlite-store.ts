@@ -11,6 +11,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
+  type AcceptItem,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -104,6 +105,19 @@ export class SqliteCommandStore implements CommandStore {
       insertEntry(sql, entry);
       return undefined;
     });
+  }
+
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+    // One transaction, so one synchronous=FULL commit (one fsync) for the whole batch.
+    return this.#sqlite.transaction((sql) =>
+      items.map(({ record, entry }) => {
+        const live = liveRecord(sql, record.id, nowMs);
+        if (live) return live;
+        storeRecord(sql, record);
+        insertEntry(sql, entry);
+        return undefined;
+      }),
+    );
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {

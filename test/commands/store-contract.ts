@@ -189,6 +189,22 @@ export function commandStoreContract(name: string, make: () => CommandStore | Pr
       expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['a']);
     });
 
+    it('accepts a batch in order in one commit, idempotency exact inside the batch', async () => {
+      await store().accept(record('held'), outboxEntry('held'), NOW);
+      const answers = await store().acceptBatch(
+        [
+          { record: record('a'), entry: outboxEntry('a') },
+          { record: record('held', { principal: 'other' }), entry: outboxEntry('held') },
+          { record: record('b'), entry: outboxEntry('b') },
+          { record: record('a', { fingerprint: 'another' }), entry: outboxEntry('a') },
+        ],
+        NOW,
+      );
+      expect(answers).toEqual([undefined, record('held'), undefined, record('a')]);
+      expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['held', 'a', 'b']);
+      expect(await store().acceptBatch([], NOW)).toEqual([]);
+    });
+
     it('writes nothing when the id is held, and returns the holder', async () => {
       await store().accept(record('a'), outboxEntry('a'), NOW);
       const holder = await store().accept(record('a', { fingerprint: 'other' }), outboxEntry('a'), NOW + 1);
