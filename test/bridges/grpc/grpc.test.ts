@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -10,6 +11,8 @@ import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, tempDir }
 import { append, cloudEvent, metricValue } from '../sse/support.ts';
 
 afterEach(closeAll);
+
+const require = createRequire(import.meta.url);
 
 const GRPC = 'grpc: { host: 127.0.0.1, port: 0 }';
 const AUTH = `auth:
@@ -163,6 +166,23 @@ describe('gRPC bridge', () => {
     await eventually(async () => (await metricValue(gw, 'proto_gateway_grpc_streams')) === 1);
     call.cancel();
     await eventually(async () => (await metricValue(gw, 'proto_gateway_grpc_streams')) === 0);
+  });
+
+  it('serves server reflection: the service is listed for tools such as grpcurl', async () => {
+    const gw = await startTestGateway(gatewayYaml(GRPC));
+    const reflectionProto = join(require.resolve('@grpc/reflection/package.json'), '..', 'build/proto/grpc/reflection/v1/reflection.proto');
+    const Reflection = (grpc.loadPackageDefinition(protoLoader.loadSync(reflectionProto, { keepCase: true })) as any).grpc.reflection.v1.ServerReflection;
+    const reflection = new Reflection(`127.0.0.1:${gw.grpc!.port}`, grpc.credentials.createInsecure());
+    track(reflection);
+    const call = reflection.ServerReflectionInfo();
+    const answer = new Promise<any>((resolve, reject) => {
+      call.on('data', resolve);
+      call.on('error', reject);
+    });
+    call.write({ list_services: '' });
+    const services = (await answer).list_services_response.service.map((s: { name: string }) => s.name);
+    call.end();
+    expect(services).toContain('proto.gateway.v1.EventGateway');
   });
 
   it('ends a reader that leaves too much unread with RESOURCE_EXHAUSTED instead of buffering without bound', async () => {
