@@ -2,8 +2,8 @@
  * Group commit of accepted commands (issue 11): accepts that arrive while a commit is in flight
  * are written together by the next one (`CommandStore.acceptBatch`: one durable commit for the
  * batch), and each caller is answered after the commit that holds its command. An idle store is
- * never made to wait: the first accept commits at once, alone; only what queued meanwhile is
- * batched. A batch is bounded by count and by bytes; the rest waits for the next one.
+ * never made to wait for a timer: the first accept commits in the next turn of the event loop,
+ * with whatever arrived in the same turn; what queues during a commit goes into the next one. A batch is bounded by count and by bytes; the rest waits for the next one.
  */
 import type { AcceptItem, CommandStore, IdempotencyRecord } from './CommandStore.ts';
 
@@ -33,12 +33,16 @@ export class GroupCommitter {
   accept(record: IdempotencyRecord, entry: AcceptItem['entry'], nowMs: number): Promise<IdempotencyRecord | undefined> {
     return new Promise((resolve, reject) => {
       this.#queue.push({ record, entry, nowMs, bytes: JSON.stringify(entry.command).length, resolve, reject });
-      if (!this.#committing) void this.#commitAll();
+      if (this.#committing) return;
+      this.#committing = true;
+      // Not a timer: the commit starts right after the requests this turn of the event loop has
+      // read reach this point. A synchronous store (node:sqlite) blocks the loop while it commits, so
+      // without this turn every commit would hold one command.
+      setImmediate(() => void this.#commitAll());
     });
   }
 
   async #commitAll(): Promise<void> {
-    this.#committing = true;
     try {
       while (this.#queue.length > 0) await this.#commit(this.#nextBatch());
     } finally {

@@ -35,7 +35,7 @@ function recordingStore() {
 }
 
 describe('group commit', () => {
-  it('commits an idle accept at once, alone; batches what arrives during a commit into the next one; answers each after its own commit', async () => {
+  it('commits an idle accept in the next turn of the event loop (no timer), alone; batches what arrives during a commit into the next one; answers each after its own commit', async () => {
     const store = recordingStore();
     await store.inner.open();
     const committer = new GroupCommitter(store);
@@ -60,6 +60,7 @@ describe('group commit', () => {
     const committer = new GroupCommitter(store);
     const release = store.hold();
     const blocker = committer.accept(record('first'), outboxEntry('first'), Date.now());
+    await eventually(async () => store.batches.length === 1);
     const many = Array.from({ length: MAX_BATCH_COUNT + 10 }, (_, i) => committer.accept(record(`m${i}`), outboxEntry(`m${i}`), Date.now()));
     release();
     await Promise.all([blocker, ...many]);
