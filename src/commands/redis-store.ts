@@ -88,7 +88,12 @@ const CLAIM_ONLY = new RedisScript(CLAIM);
 const ENQUEUE_ONLY = new RedisScript(`${ENQUEUE}
 return seq`);
 
-/** Due entries of one backend: a flat list of member, score, fixed JSON, state JSON. */
+/**
+ * Due entries of one backend: a flat list of member, score, fixed JSON, state JSON. With a lease end
+ * (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to the lease's end in
+ * the same script, so two replicas never claim one entry and a dead claimer's entries come back when
+ * the lease runs out. KEYS: due of the backend, fixed, state, overall due (only used with a lease).
+ */
 const DUE = new RedisScript(`
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
@@ -100,28 +105,10 @@ for i = 1, #members, 2 do
     table.insert(out, members[i + 1])
     table.insert(out, fixed)
     table.insert(out, redis.call('HGET', KEYS[3], member))
-  end
-end
-return out`);
-
-/**
- * The leased claim: DUE's read, then each entry's due time (both sorted sets) moved to the lease's
- * end (ARGV[3]), in one script, so two replicas never claim one entry and a dead claimer's entries
- * come back when the lease runs out. KEYS: due of the backend, fixed, state, overall due.
- */
-const CLAIM_DUE = new RedisScript(`
-local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
-for i = 1, #members, 2 do
-  local member = members[i]
-  local fixed = redis.call('HGET', KEYS[2], member)
-  if fixed then
-    table.insert(out, member)
-    table.insert(out, members[i + 1])
-    table.insert(out, fixed)
-    table.insert(out, redis.call('HGET', KEYS[3], member))
-    redis.call('ZADD', KEYS[1], ARGV[3], member)
-    redis.call('ZADD', KEYS[4], ARGV[3], member)
+    if ARGV[3] then
+      redis.call('ZADD', KEYS[1], ARGV[3], member)
+      redis.call('ZADD', KEYS[4], ARGV[3], member)
+    end
   end
 end
 return out`);
@@ -265,13 +252,13 @@ export class RedisCommandStore implements CommandStore {
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
     const k = this.#keys;
-    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state], [nowMs, Math.floor(limit)])) as string[]);
+    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit)])) as string[]);
   }
 
   async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
     const k = this.#keys;
-    return entriesOf((await this.#run(CLAIM_DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit), nowMs + leaseMs])) as string[]);
+    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit), nowMs + leaseMs])) as string[]);
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
