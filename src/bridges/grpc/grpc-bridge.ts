@@ -204,6 +204,11 @@ export class GrpcBridge {
       return;
     }
     const { filter, aliasesFor } = await followAliases(eventFilter(call.request), this.#o.aliases);
+    // Cancelled (or shut down) while the aliases were read: nothing to attach.
+    if (call.cancelled || call.destroyed || this.#closing) {
+      metrics.rpc('Subscribe', 'CANCELLED');
+      return;
+    }
     const writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
       this.#streams.delete(writer);
       attachment.detach();
