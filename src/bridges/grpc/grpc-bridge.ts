@@ -205,9 +205,10 @@ export class GrpcBridge {
     }
     const { filter, aliasesFor } = await followAliases(eventFilter(call.request), this.#o.aliases);
     // Cancelled (or shut down) while the aliases were read: nothing to attach.
-    if (call.cancelled || call.destroyed || this.#closing) {
-      metrics.rpc('Subscribe', 'CANCELLED');
-      return;
+    if (call.cancelled || call.destroyed) return metrics.rpc('Subscribe', 'CANCELLED');
+    if (this.#closing) {
+      metrics.rpc('Subscribe', 'UNAVAILABLE');
+      return void call.emit('error', endStatus('shutdown'));
     }
     const writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
       this.#streams.delete(writer);
