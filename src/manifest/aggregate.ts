@@ -24,8 +24,8 @@ export interface AggregateInput {
   /** The gateway's own capabilities (see capabilities.ts). */
   capabilities: Capability[];
   backends: Backend[];
-  /** The MCP front is served at `{publicUrl}mcp` (`mcp.enabled`); default false. */
-  mcp?: boolean;
+  /** The gateway's other transports (PROTOCOL.md 2.4): `grpc`, `a2a`, `mcp` blocks of its own service entry, when served. */
+  transports?: Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'>;
 }
 
 /** Builds the aggregated public manifest. */
@@ -36,7 +36,7 @@ export function aggregateManifest(input: AggregateInput): Manifest {
       description: 'proto-gateway: one public endpoint in front of every backend service',
       spec: `${input.publicUrl}spec/${GATEWAY_SERVICE}`,
       http: { endpoint: input.publicUrl },
-      ...(input.mcp === true && { mcp: mcpBlock(input.publicUrl, input.auth) }),
+      ...input.transports,
     },
   };
   const capabilities = [...input.capabilities];
@@ -64,20 +64,6 @@ export function authenticationBlock(auth: AuthConfig): AuthenticationBlock {
   if (auth.type === 'apiKey') return { type: 'apiKey', in: 'header', scheme: auth.header };
   if (auth.type === 'bearer') return { type: 'bearer', scheme: 'Bearer' };
   return { type: 'none' };
-}
-
-/**
- * The gateway's `mcp` transport block (PROTOCOL.md 2.4): Streamable HTTP at `{publicUrl}mcp`,
- * events pushed as notifications, and the credentials in the `headers` form of 2.6.
- */
-export function mcpBlock(publicUrl: string, auth: AuthConfig): Record<string, unknown> {
-  const block: Record<string, unknown> = { transport: 'http', server: `${publicUrl}mcp`, push: true };
-  if (auth.type === 'apiKey') {
-    block.authentication = { type: 'apiKey', headers: [{ name: auth.header, description: 'API key (Authorization: Bearer <key> works too)' }] };
-  } else if (auth.type === 'bearer') {
-    block.authentication = { type: 'bearer', scheme: 'Bearer' };
-  }
-  return block;
 }
 
 interface BackendPart {

@@ -2,8 +2,9 @@
  * The capabilities the gateway implements so far, each with exactly the routes that exist
  * (never `active` with a missing route). Later features add theirs here.
  */
-import type { GatewayConfig } from '../config/types.ts';
+import type { AuthConfig, GatewayConfig } from '../config/types.ts';
 import type { CapabilitySpec } from './capabilities.ts';
+import type { ServiceEntry } from './types.ts';
 
 /** The events capability: the one log, its catalogue and schemas. */
 export const EVENTS_CAPABILITY: CapabilitySpec = {
@@ -86,4 +87,33 @@ export function gatewayCapabilitySpecs(config: GatewayConfig): CapabilitySpec[] 
   // The MCP front pushes a command's events to the session that sent it (PROTOCOL.md 6.2).
   const events = config.mcp.enabled ? { ...EVENTS_CAPABILITY, push: { ...EVENTS_CAPABILITY.push, mcp: true } } : EVENTS_CAPABILITY;
   return [events, COMMANDS_CAPABILITY, QUERIES_CAPABILITY, REGISTRY_CAPABILITY, LIFECYCLE_CAPABILITY];
+}
+
+/**
+ * The gateway's transports besides HTTP, as its service entry advertises them (PROTOCOL.md 2.4):
+ * `grpc` when the `grpc` section is present (`publicEndpoint`, default `host:port`, and the served
+ * `.proto`); `grpcPort` is the port bound when the configured one is 0.
+ */
+export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpcPort?: number): Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> {
+  const transports: Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> = {};
+  if (config.grpc) {
+    const endpoint = config.grpc.publicEndpoint ?? `${config.grpc.host}:${grpcPort || config.grpc.port}`;
+    transports.grpc = { endpoint, proto: `${publicUrl}proto/gateway.proto` };
+  }
+  if (config.mcp.enabled) transports.mcp = mcpBlock(publicUrl, config.auth);
+  return transports;
+}
+
+/**
+ * The gateway's `mcp` transport block (PROTOCOL.md 2.4): Streamable HTTP at `{publicUrl}mcp`,
+ * events pushed as notifications, and the credentials in the `headers` form of 2.6.
+ */
+export function mcpBlock(publicUrl: string, auth: AuthConfig): Record<string, unknown> {
+  const block: Record<string, unknown> = { transport: 'http', server: `${publicUrl}mcp`, push: true };
+  if (auth.type === 'apiKey') {
+    block.authentication = { type: 'apiKey', headers: [{ name: auth.header, description: 'API key (Authorization: Bearer <key> works too)' }] };
+  } else if (auth.type === 'bearer') {
+    block.authentication = { type: 'bearer', scheme: 'Bearer' };
+  }
+  return block;
 }
