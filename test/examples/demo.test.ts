@@ -32,10 +32,11 @@ describe('npm run demo', () => {
       const manifest = await (await fetch(`${base}.well-known/proto`)).json();
       expect(validateManifest(manifest)).toBe(true);
       expect(Object.keys(manifest.PROTO.services)).toEqual(['io.proto.agents', 'com.example.orders', 'com.example.payments']);
-      const advertised = new Set(strings(manifest).filter((s) => s.startsWith('http')));
+      const advertised = new Set(strings(manifest).filter((s) => /^https?:\/\//.test(s)));
       for (const url of advertised) expect(url.startsWith(base), url).toBe(true);
       for (const url of advertised) {
-        const isEndpointRoot = Object.values(manifest.PROTO.services).some((s: any) => s.http?.endpoint === url);
+        // Endpoint roots and the MCP server (a JSON-RPC endpoint: a bare GET is not an MCP request) are bases, not documents.
+        const isEndpointRoot = Object.values(manifest.PROTO.services).some((s: any) => s.http?.endpoint === url || s.mcp?.server === url);
         if (!isEndpointRoot) expect((await fetch(url)).status, url).toBe(200);
       }
       await eventually(async () => (await (await fetch(`${base}events?type=OrderCreatedV1`)).json()).events.length > 0);

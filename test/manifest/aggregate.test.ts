@@ -61,7 +61,7 @@ describe('aggregated public manifest', () => {
   it('declares in the events push block only the channels it serves, each true, within the published keys (sse, webhook, mcp)', async () => {
     const { manifest } = await setup();
     const events = manifest.PROTO.capabilities.find((c: { name: string }) => c.name === 'io.proto.agents.events');
-    expect(events.push).toEqual({ sse: true, webhook: true });
+    expect(events.push).toEqual({ sse: true, webhook: true, mcp: true });
     // The schema closes push to the three published keys: an a2a flag (or any false) fails validation.
     const withA2a = structuredClone(manifest);
     withA2a.PROTO.capabilities.find((c: { name: string }) => c.name === 'io.proto.agents.events').push.a2a = false;
@@ -102,10 +102,11 @@ describe('aggregated public manifest', () => {
 
   it('advertises only URLs that answer', async () => {
     const { gw, manifest } = await setup();
-    const urls = strings(manifest).filter((s) => s.startsWith('http') && !s.includes('{'));
+    const urls = strings(manifest).filter((s) => /^https?:\/\//.test(s) && !s.includes('{'));
     expect(urls.length).toBeGreaterThan(5);
     for (const url of new Set(urls)) {
-      const endpointRoot = Object.values(manifest.PROTO.services).some((s: any) => s.http?.endpoint === url);
+      // Endpoint roots and the MCP server (a JSON-RPC endpoint: a bare GET is not an MCP request) are bases, not documents.
+      const endpointRoot = Object.values(manifest.PROTO.services).some((s: any) => s.http?.endpoint === url || s.mcp?.server === url);
       if (endpointRoot) continue;
       expect((await fetch(url)).status, url).toBe(200);
     }

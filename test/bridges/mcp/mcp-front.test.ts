@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAll, eventually, getJson } from '../../support/gateway.ts';
+import { closeAll, eventually, gatewayYaml, getJson, startTestGateway } from '../../support/gateway.ts';
 import { append, cloudEvent, metricValue } from '../sse/support.ts';
 import { connect, KEY, mcpGateway, READER_KEY, toolJson, toolText } from './support.ts';
 
@@ -110,6 +110,16 @@ describe('MCP front: session and tools', () => {
     await eventually(async () => (await metricValue(gw, 'proto_gateway_mcp_sessions')) === 0, 20_000);
     await connect(gw, { 'X-API-Key': KEY }, false);
     expect(await metricValue(gw, 'proto_gateway_mcp_sessions')).toBe(1);
+  });
+});
+
+describe('MCP front: off', () => {
+  it('with mcp.enabled false serves no /mcp and announces neither the mcp block nor push.mcp', async () => {
+    const gw = await startTestGateway(gatewayYaml('mcp: { enabled: false }'));
+    expect((await getJson(`${gw.url}mcp`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status).toBe(404);
+    const manifest = (await getJson(`${gw.url}.well-known/proto`)).body;
+    expect(manifest.PROTO.services['io.proto.agents'].mcp).toBeUndefined();
+    expect(manifest.PROTO.capabilities.find((c: any) => c.name === 'io.proto.agents.events').push).toEqual({ sse: true, webhook: true });
   });
 });
 
