@@ -10,7 +10,7 @@ import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { QueryCatalogue } from '../../catalogue/query-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
-import { isProtoError, ProtoError } from '../../errors.ts';
+import { errorStatus, isProtoError, ProtoError, type ErrorCode } from '../../errors.ts';
 import { requireScope } from '../../http/auth.ts';
 import type { Principal } from '../../http/route.ts';
 import { newTraceparent } from '../../http/trace.ts';
@@ -88,8 +88,8 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
     ['get_command_catalogue', async () => ({ commands: commands.catalogue.list() })],
     ['get_command_schema', async (a) => commands.catalogue.schemaDocument(String(a.schema), String(a.version))],
     ['send_command', async (a, s) => {
-      const { id, follow } = await send(a, s);
-      void follow;
+      // The follow outlives the call: it pushes the command's events to the session until they settle.
+      const { id } = await send(a, s);
       return { id, correlationId: id, push: 'notifications/proto/event' };
     }],
     ['send_command_and_wait', async (a, s) => {
@@ -101,7 +101,7 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
     ['get_query_schema', async (a) => queries.catalogue.document(String(a.schema), String(a.version))],
     ['execute_query', async (a) => {
       const result = await queries.runner.run({ schema: String(a.schema), query: searchParams(a.params), traceparent: newTraceparent() });
-      if (result.status >= 400) throw new ProtoError('BACKEND_UNAVAILABLE', `the query answered ${result.status}: ${JSON.stringify(result.body ?? null)}`);
+      if (result.status >= 400) throw queryRefusal(result.status, result.body);
       return result.body ?? null;
     }],
     ['get_manifest', async () => surface.manifest.current()],
@@ -183,6 +183,14 @@ async function waitFor<T>(promise: Promise<T>, seconds: number): Promise<T | und
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A backend's refusal of a query (passed through as a status and body by the runner) as a catalogue error. */
+function queryRefusal(status: number, body: unknown): ProtoError {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  const code = typeof error?.code === 'string' && error.code in errorStatus ? (error.code as ErrorCode) : status >= 500 ? 'BACKEND_UNAVAILABLE' : 'INVALID_PARAMETER';
+  const message = typeof error?.message === 'string' ? error.message : `the query answered ${status}: ${JSON.stringify(body ?? null)}`;
+  return new ProtoError(code, message, { status });
 }
 
 function refusalText(err: ProtoError): string {

@@ -73,6 +73,9 @@ describe('MCP front: session and tools', () => {
     const unknownType = await client.callTool({ name: 'send_command', arguments: { schema: 'launch-rocket', version: '1.0', data: {} } });
     expect(unknownType.isError).toBe(true);
     expect(toolText(unknownType)).toMatch(/^UNKNOWN_COMMAND_TYPE: /);
+    const query = await client.callTool({ name: 'execute_query', arguments: { schema: 'payment-status', params: {} } });
+    expect(query.isError).toBe(true);
+    expect(toolText(query)).toMatch(/^INVALID_PARAMETER: .*orderId/);
     const reader = await connect(gw, { 'X-API-Key': READER_KEY }, false);
     const forbidden = await reader.client.callTool({ name: 'send_command', arguments: { schema: 'authorize-payment', version: '1.0', data: payment } });
     expect(forbidden.isError).toBe(true);
