@@ -45,6 +45,9 @@ import { openRegistryStore } from './registry/open-registry-store.ts';
 import { RedisReadiness } from './storage/redis-readiness.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
 import { Lifecycle } from './lifecycle.ts';
+import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
+import { MemoryTaskStore } from './bridges/a2a/memory-task-store.ts';
+import { a2aMetrics } from './metrics/a2a.ts';
 
 export type { Component } from './lifecycle.ts';
 
@@ -166,7 +169,9 @@ async function assemble(input: AssembleInput) {
   backendMetrics(registry, backends);
   const capabilities = gatewayCapabilitySpecs(config);
   const catalogue = life.add(new EventCatalogue({ publicUrl, log, backends, logger }));
+  const agentCardUrl = config.a2a.enabled ? `${publicUrl}.well-known/agent-card.json` : undefined;
   const manifest = new PublicManifest({
+    agentCardUrl,
     protocolVersion: config.protocol.version,
     gatewayVersion: GATEWAY_VERSION,
     publicUrl,
@@ -203,6 +208,14 @@ async function assemble(input: AssembleInput) {
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
   const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
+  const a2a = config.a2a.enabled
+    ? a2aBridge({
+      config, publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail,
+      taskStore: new MemoryTaskStore({ maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs }),
+      metrics: a2aMetrics(registry), logger: logger.child({ component: 'a2a' }),
+    })
+    : undefined;
+  if (a2a) life.add(a2a.executor);
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
@@ -227,6 +240,7 @@ async function assemble(input: AssembleInput) {
     ...commands.routes,
     ...queries.routes,
     ...serviceRoutes(services),
+    ...(a2a?.routes ?? []),
     // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({
       backends,

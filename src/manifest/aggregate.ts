@@ -24,6 +24,8 @@ export interface AggregateInput {
   /** The gateway's own capabilities (see capabilities.ts). */
   capabilities: Capability[];
   backends: Backend[];
+  /** The A2A agent card's URL (`services["io.proto.agents"].a2a`, PROTOCOL.md 2.4); absent when `a2a.enabled` is false. */
+  agentCardUrl?: string;
 }
 
 /** Builds the aggregated public manifest. */
@@ -34,6 +36,7 @@ export function aggregateManifest(input: AggregateInput): Manifest {
       description: 'proto-gateway: one public endpoint in front of every backend service',
       spec: `${input.publicUrl}spec/${GATEWAY_SERVICE}`,
       http: { endpoint: input.publicUrl },
+      ...(input.agentCardUrl === undefined ? {} : { a2a: { agent_card_url: input.agentCardUrl } }),
     },
   };
   const capabilities = [...input.capabilities];

@@ -15,6 +15,8 @@ export interface PublicManifestOptions {
   auth: AuthConfig;
   capabilities: CapabilitySpec[];
   backends: BackendDirectory;
+  /** The A2A agent card's URL, when the A2A bridge is on. */
+  agentCardUrl?: string;
 }
 
 export class PublicManifest {
@@ -50,6 +52,7 @@ export class PublicManifest {
       auth: o.auth,
       capabilities: gatewayCapabilities(o.capabilities, o.publicUrl),
       backends: o.backends.list(),
+      agentCardUrl: o.agentCardUrl,
     });
     return this.#cached;
   }

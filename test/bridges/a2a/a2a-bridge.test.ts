@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
+import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { closeAll, gatewayYaml, getJson, startTestGateway } from '../../support/gateway.ts';
+import { exampleBackends, FAST_DISPATCH, ordersBackend } from '../../commands/support.ts';
+
+afterEach(closeAll);
+
+/** A gateway in front of the example orders service, and an A2A client that knows only its URL. */
+async function gatewayWithClient(extra = '') {
+  const { orders } = await exampleBackends();
+  const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\na2a: { settle: 300ms, timeout: 20s }\n${extra}backends:\n${ordersBackend(orders.url)}`));
+  const client = await new ClientFactory().createFromUrl(gw.url);
+  return { gw, orders, client };
+}
+
+function part(content: Part['content']): Part {
+  return { content, metadata: undefined, filename: '', mediaType: content?.$case === 'data' ? 'application/json' : 'text/plain' };
+}
+
+function userMessage(parts: Part[]): Message {
+  return { messageId: randomUUID(), contextId: '', taskId: '', role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+/** SendMessage params carrying one command as a data part. */
+function commandRequest(command: unknown) {
+  return { tenant: '', message: userMessage([part({ $case: 'data', value: command })]), configuration: undefined, metadata: undefined };
+}
+
+function statusText(task: Task): string {
+  const first = task.status?.message?.parts[0]?.content;
+  return first?.$case === 'text' ? first.value : '';
+}
+
+async function sendBlocking(client: Client, command: unknown): Promise<Task> {
+  const result = await client.sendMessage(commandRequest(command));
+  expect('status' in result).toBe(true);
+  return result as Task;
+}
+
+describe('A2A agent card', () => {
+  it('is public, names the JSON-RPC endpoint, streams, and has one skill per command type', async () => {
+    const { gw, client } = await gatewayWithClient();
+    const card = await client.getAgentCard();
+    expect(card.name).toBe('proto-gateway');
+    expect(card.supportedInterfaces[0]).toMatchObject({ url: `${gw.url}a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    expect(card.capabilities?.streaming).toBe(true);
+    expect(card.skills).toEqual([expect.objectContaining({ id: 'place-order', name: 'PlaceOrder', description: 'Place an order', tags: expect.arrayContaining(['orders']) })]);
+    expect(card.skills[0]?.examples[0]).toContain('"type":"PlaceOrder"');
+    const { body } = await getJson(`${gw.url}.well-known/proto`);
+    expect(body.PROTO.services['io.proto.agents'].a2a).toEqual({ agent_card_url: `${gw.url}.well-known/agent-card.json` });
+  });
+
+  it('declares the apiKey scheme of the auth config, and the endpoint refuses calls without a key', async () => {
+    const { gw } = await gatewayWithClient('auth: { type: apiKey, header: X-Api-Key, keys: [{ id: agent, key: k1, scopes: [read, write] }] }\n');
+    const { status, body } = await getJson(`${gw.url}.well-known/agent-card.json`);
+    expect(status).toBe(200);
+    expect(body.securitySchemes.apiKey).toMatchObject({ apiKeySecurityScheme: { name: 'X-Api-Key', location: 'header' } });
+    const refused = await getJson(`${gw.url}a2a`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(refused.status).toBe(401);
+  });
+
+  it('is absent from the manifest when a2a is disabled', async () => {
+    const { orders } = await exampleBackends();
+    const gw = await startTestGateway(gatewayYaml(`a2a: { enabled: false }\nbackends:\n${ordersBackend(orders.url)}`));
+    const { body } = await getJson(`${gw.url}.well-known/proto`);
+    expect(body.PROTO.services['io.proto.agents'].a2a).toBeUndefined();
+    expect((await getJson(`${gw.url}.well-known/agent-card.json`)).status).toBe(404);
+  });
+});
+
+describe('A2A tasks are commands, artifacts are their events', () => {
+  it('streaming: SUBMITTED, WORKING, the correlated event as an artifact, then COMPLETED on the success type', async () => {
+    const { client, orders } = await gatewayWithClient();
+    const seen: Array<{ kind: string; state?: TaskState; artifact?: { name: string; event: any } }> = [];
+    for await (const item of client.sendMessageStream(commandRequest({ type: 'PlaceOrder', data: { sku: 'widget', qty: 2 }, source: 'urn:test:agent' }))) {
+      const payload = item.payload;
+      if (payload?.$case === 'task') seen.push({ kind: 'task', state: payload.value.status?.state });
+      if (payload?.$case === 'statusUpdate') seen.push({ kind: 'status', state: payload.value.status?.state });
+      if (payload?.$case === 'artifactUpdate') {
+        const content = payload.value.artifact?.parts[0]?.content;
+        seen.push({ kind: 'artifact', artifact: { name: payload.value.artifact?.name ?? '', event: content?.$case === 'data' ? content.value : undefined } });
+      }
+    }
+    expect(seen.map((s) => s.state ?? s.artifact?.name)).toEqual([
+      TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING, 'OrderPlacedV1', TaskState.TASK_STATE_COMPLETED,
+    ]);
+    const event = seen[2]?.artifact?.event;
+    expect(event).toMatchObject({ specversion: '1.0', type: 'OrderPlacedV1', source: 'urn:test:orders', data: { sku: 'widget', qty: 2 } });
+    expect([...orders.orders.values()].map((o) => o.requestId)).toContain(event.correlationid);
+  });
+
+  it('non-streaming: a failure event ends the task FAILED, and GetTask answers it afterwards with its artifacts', async () => {
+    const { client } = await gatewayWithClient();
+    const task = await sendBlocking(client, { type: 'PlaceOrder', data: { sku: 'fail-x', qty: 1 } });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(task.artifacts.map((a) => a.name)).toEqual(['PlaceOrderFailedV1']);
+    const again = await client.getTask({ tenant: '', id: task.id });
+    expect(again.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(again.artifacts[0]?.parts[0]?.content).toMatchObject({ $case: 'data', value: { type: 'PlaceOrderFailedV1', data: { error: { code: 'COMMAND_NOT_ACCEPTED' } } } });
+  });
+
+  it('GetTask after completion: COMPLETED with the event, and ListTasks lists it', async () => {
+    const { client } = await gatewayWithClient();
+    const task = await sendBlocking(client, { type: 'PlaceOrder', data: { sku: 'gizmo', qty: 1 } });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const again = await client.getTask({ tenant: '', id: task.id });
+    expect(again.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(again.artifacts.map((a) => a.name)).toEqual(['OrderPlacedV1']);
+    const list = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
+    expect(list.tasks.map((t) => t.id)).toContain(task.id);
+  });
+
+  it('an invalid command is REJECTED naming the violation, without reaching the backend', async () => {
+    const { client, orders } = await gatewayWithClient();
+    const task = await sendBlocking(client, { type: 'PlaceOrder', data: { sku: 'widget', qty: 0 } });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    expect(statusText(task)).toMatch(/VALIDATION_FAILED.*qty/);
+    // The example service starts with seed orders; none came from a command.
+    expect([...orders.orders.values()].filter((o) => o.requestId !== undefined)).toEqual([]);
+  });
+
+  it('an unknown command type is REJECTED without reaching any backend', async () => {
+    const { client, orders } = await gatewayWithClient();
+    const task = await sendBlocking(client, { type: 'LaunchRocket', data: {} });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    expect(statusText(task)).toContain('UNKNOWN_COMMAND_TYPE');
+    // The example service starts with seed orders; none came from a command.
+    expect([...orders.orders.values()].filter((o) => o.requestId !== undefined)).toEqual([]);
+  });
+
+  it('a message without a data part gets a reply listing the skills', async () => {
+    const { client } = await gatewayWithClient();
+    const result = await client.sendMessage({ tenant: '', message: userMessage([part({ $case: 'text', value: 'what can you do?' })]), configuration: undefined, metadata: undefined });
+    expect('parts' in result).toBe(true);
+    const content = (result as Message).parts[0]?.content;
+    expect(content?.$case === 'text' ? content.value : '').toContain('PlaceOrder (place-order 1.0, orders)');
+  });
+
+  it('counts tasks by final state and artifacts sent', async () => {
+    const { gw, client } = await gatewayWithClient();
+    await sendBlocking(client, { type: 'PlaceOrder', data: { sku: 'widget', qty: 1 } });
+    await sendBlocking(client, { type: 'LaunchRocket', data: {} });
+    const metrics = await (await fetch(`${gw.url}metrics`)).text();
+    expect(metrics).toMatch(/proto_gateway_a2a_tasks_total\{state="completed"\} 1/);
+    expect(metrics).toMatch(/proto_gateway_a2a_tasks_total\{state="rejected"\} 1/);
+    expect(metrics).toMatch(/proto_gateway_a2a_artifacts_total 1/);
+  });
+});
