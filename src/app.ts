@@ -32,7 +32,7 @@ import { sseMetrics } from './metrics/sse.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { LiveTail } from './bridges/live-tail/live-tail.ts';
 import { GATEWAY_VERSION } from './version.ts';
-import { createCommandPath } from './command-path.ts';
+import { createCommandPath, type CommandPath } from './command-path.ts';
 import { SsrfGuard, type Resolver } from './bridges/webhooks/ssrf-guard.ts';
 import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
 import { fanOutReader } from './bridges/webhooks/fan-out.ts';
@@ -46,7 +46,7 @@ import { RedisReadiness } from './storage/redis-readiness.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
-import { MemoryTaskStore } from './bridges/a2a/memory-task-store.ts';
+import { openTaskStore } from './bridges/a2a/open-task-store.ts';
 import { a2aMetrics } from './metrics/a2a.ts';
 
 export type { Component } from './lifecycle.ts';
@@ -208,14 +208,7 @@ async function assemble(input: AssembleInput) {
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
   const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
-  const a2a = config.a2a.enabled
-    ? a2aBridge({
-      config, publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail,
-      taskStore: new MemoryTaskStore({ maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs }),
-      metrics: a2aMetrics(registry), logger: logger.child({ component: 'a2a' }),
-    })
-    : undefined;
-  if (a2a) life.add(a2a.executor);
+  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life }) : undefined;
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
@@ -251,6 +244,21 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes };
+}
+
+/** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */
+async function a2aFront(input: {
+  config: GatewayConfig; publicUrl: string; commands: CommandPath; tail: LiveTail; registry: Registry; logger: Logger; life: Lifecycle;
+}) {
+  const { config, commands, life } = input;
+  const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
+  life.add({ close: () => taskStore.close() });
+  const bridge = a2aBridge({
+    config, publicUrl: input.publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail: input.tail,
+    taskStore, metrics: a2aMetrics(input.registry), logger: input.logger.child({ component: 'a2a' }),
+  });
+  life.add(bridge.executor);
+  return bridge;
 }
 
 /** Why the gateway is not ready (the `pending` of a 503 from `/readyz`): empty once it is. */

@@ -5,6 +5,7 @@
  */
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import type { ListTasksRequest, ListTasksResponse, Task } from '@a2a-js/sdk';
+import { listPage, taskScope as scopeOf } from './task-list.ts';
 
 /** Limits of a task store. */
 export interface TaskStoreLimits {
@@ -21,10 +22,6 @@ interface Stored {
   scope: string;
   expiresAt: number;
 }
-
-/** Default and largest page of `list`. */
-const DEFAULT_PAGE_SIZE = 50;
-const MAX_PAGE_SIZE = 100;
 
 /** A bounded, expiring `TaskStore` in memory (one gateway process; nothing kept across restarts). */
 export class MemoryTaskStore implements TaskStore {
@@ -54,20 +51,22 @@ export class MemoryTaskStore implements TaskStore {
     return stored === undefined ? undefined : structuredClone(stored.task);
   }
 
-  /** The caller's tasks, newest status first, filtered and paged (`pageToken` is an offset). */
+  /** The caller's tasks, newest status first, filtered and paged (`task-list.ts`). */
   async list(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
     const scope = scopeOf(context);
     const tasks = [...this.#tasks.keys()]
       .map((key) => this.#live(key))
       .filter((s): s is Stored => s !== undefined && s.scope === scope)
-      .map((s) => s.task)
-      .filter((task) => matches(task, params))
-      .sort(newestFirst);
-    const pageSize = Math.min(Math.max(params.pageSize ?? DEFAULT_PAGE_SIZE, 1), MAX_PAGE_SIZE);
-    const offset = params.pageToken ? Number.parseInt(params.pageToken, 10) || 0 : 0;
-    const page = tasks.slice(offset, offset + pageSize).map((task) => shaped(task, params));
-    const next = offset + pageSize < tasks.length ? String(offset + pageSize) : '';
-    return { tasks: page, nextPageToken: next, pageSize, totalSize: tasks.length };
+      .map((s) => s.task);
+    return listPage(tasks, params);
+  }
+
+  /** Nothing to open. */
+  async open(): Promise<void> {}
+
+  /** Forgets every task. Idempotent. */
+  async close(): Promise<void> {
+    this.#tasks.clear();
   }
 
   /** The entry under `key` unless it expired (an expired one is removed on the way). */
@@ -82,32 +81,4 @@ export class MemoryTaskStore implements TaskStore {
   #now(): number {
     return (this.#limits.now ?? Date.now)();
   }
-}
-
-/** The tenant and owner a call is scoped to (the authenticated principal's id). */
-function scopeOf(context: ServerCallContext): string {
-  return `${context.tenant ?? ''}\n${context.user?.userName ?? 'unknown'}`;
-}
-
-function matches(task: Task, params: ListTasksRequest): boolean {
-  if (params.contextId && task.contextId !== params.contextId) return false;
-  if (params.status && task.status?.state !== params.status) return false;
-  if (params.statusTimestampAfter) {
-    const after = Date.parse(params.statusTimestampAfter);
-    if (!(Date.parse(task.status?.timestamp ?? '') > after)) return false;
-  }
-  return true;
-}
-
-function newestFirst(a: Task, b: Task): number {
-  const byTime = (b.status?.timestamp ?? '').localeCompare(a.status?.timestamp ?? '');
-  return byTime !== 0 ? byTime : b.id.localeCompare(a.id);
-}
-
-/** A copy with artifacts only when asked for, and at most `historyLength` messages of history. */
-function shaped(task: Task, params: ListTasksRequest): Task {
-  const copy = structuredClone(task);
-  if (!params.includeArtifacts) copy.artifacts = [];
-  if (params.historyLength !== undefined) copy.history = params.historyLength === 0 ? [] : copy.history.slice(-params.historyLength);
-  return copy;
 }
