@@ -208,7 +208,7 @@ async function assemble(input: AssembleInput) {
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
   const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
-  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life }) : undefined;
+  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks }) : undefined;
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
@@ -249,6 +249,7 @@ async function assemble(input: AssembleInput) {
 /** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */
 async function a2aFront(input: {
   config: GatewayConfig; publicUrl: string; commands: CommandPath; tail: LiveTail; registry: Registry; logger: Logger; life: Lifecycle;
+  webhooks: WebhookBridge;
 }) {
   const { config, commands, life } = input;
   const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
@@ -256,8 +257,10 @@ async function a2aFront(input: {
   const bridge = a2aBridge({
     config, publicUrl: input.publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail: input.tail,
     taskStore, metrics: a2aMetrics(input.registry), logger: input.logger.child({ component: 'a2a' }),
+    post: (url, headers, body, signal) => input.webhooks.client.post(url, headers, body, signal),
   });
   life.add(bridge.executor);
+  life.add(bridge.pushSender);
   return bridge;
 }
 

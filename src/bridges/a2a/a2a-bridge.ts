@@ -6,7 +6,7 @@
  * SubscribeToTask) over the command executor and a bounded, expiring task store.
  */
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
-import { DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
 import type { CommandCatalogue, CommandEntry } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
@@ -15,19 +15,24 @@ import type { Reply, RequestContext, Route } from '../../http/route.ts';
 import type { AliasSource } from '../live-tail/aliases.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
 import { A2A_ENDPOINT_PATH, agentCardJson, buildAgentCard } from './agent-card.ts';
-import { CommandExecutor, type A2aExecutorMetrics, type ExecutableCommand } from './command-executor.ts';
+import { CommandExecutor, type ExecutableCommand } from './command-executor.ts';
+import { GuardedPushSender } from './push-sender.ts';
+import type { DeliveryResponse } from '../webhooks/delivery-client.ts';
+import type { A2aMetrics } from '../../metrics/a2a.ts';
 import { GatewayUser } from './gateway-user.ts';
 
 /** What the A2A bridge is built from. */
 export interface A2aBridgeOptions {
-  config: Pick<GatewayConfig, 'a2a' | 'auth' | 'backends'>;
+  config: Pick<GatewayConfig, 'a2a' | 'auth' | 'backends' | 'webhooks'>;
   publicUrl: string;
   catalogue: CommandCatalogue;
   ingestion: CommandIngestion;
   aliases: AliasSource;
   tail: LiveTail;
   taskStore: TaskStore;
-  metrics: A2aExecutorMetrics;
+  metrics: A2aMetrics;
+  /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
+  post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
   logger: Logger;
 }
 
@@ -35,6 +40,8 @@ export interface A2aBridgeOptions {
 export interface A2aBridge {
   routes: Route[];
   executor: CommandExecutor;
+  /** Delivers push notifications (a component: `close()` stops retries). */
+  pushSender: GuardedPushSender;
   /** The agent card's public URL (the manifest's `a2a.agent_card_url`). */
   agentCardUrl: string;
 }
@@ -60,7 +67,15 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     metrics: options.metrics,
     logger: options.logger,
   });
-  const handler = new DefaultRequestHandler(card(), options.taskStore, executor);
+  const pushStore = new InMemoryPushNotificationStore();
+  const pushSender = new GuardedPushSender({
+    store: pushStore,
+    post: options.post,
+    retryScheduleMs: config.webhooks.retry.scheduleMs,
+    onOutcome: (outcome) => options.metrics.push(outcome),
+    logger: options.logger,
+  });
+  const handler = new DefaultRequestHandler(card(), options.taskStore, executor, undefined, pushStore, pushSender);
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);
@@ -68,7 +83,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     { method: 'GET', path: `/${AGENT_CARD_PATH}`, public: true, handle: () => ({ status: 200, body: agentCardJson(card()) }) },
     { method: 'POST', path: `/${A2A_ENDPOINT_PATH}`, scope: 'read', handle: (ctx) => answer(ctx, transport, handler) },
   ];
-  return { routes, executor, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
+  return { routes, executor, pushSender, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
 }
 
 /** Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. */

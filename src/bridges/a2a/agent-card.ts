@@ -1,6 +1,6 @@
 /**
  * The gateway's A2A agent card (A2A 1.0, served at `/.well-known/agent-card.json`): its name and
- * description from `a2a`, one JSON-RPC interface at `{publicUrl}a2a`, streaming on, the security
+ * description from `a2a`, one JSON-RPC interface at `{publicUrl}a2a`, streaming and push notifications on, the security
  * schemes of `auth`, and one skill per command type of the catalogue.
  */
 import { A2A_PROTOCOL_VERSION, AgentCard, type AgentSkill, type SecurityScheme } from '@a2a-js/sdk';
@@ -35,7 +35,7 @@ export function buildAgentCard(input: AgentCardInput): AgentCard {
     description: input.a2a.description,
     version: GATEWAY_VERSION,
     supportedInterfaces: [{ url: `${input.publicUrl}${A2A_ENDPOINT_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION, tenant: '' }],
-    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [] },
     securitySchemes: schemes,
     securityRequirements: Object.keys(schemes).map((name) => ({ schemes: { [name]: { list: [] } } })),
     defaultInputModes: ['application/json'],

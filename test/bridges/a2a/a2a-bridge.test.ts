@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAll, gatewayYaml, getJson, startTestGateway } from '../../support/gateway.ts';
+import { closeAll, eventually, gatewayYaml, getJson, startTestGateway } from '../../support/gateway.ts';
 import { exampleBackends, FAST_DISPATCH, ordersBackend } from '../../commands/support.ts';
 
 afterEach(closeAll);
@@ -146,5 +146,60 @@ describe('A2A tasks are commands, artifacts are their events', () => {
     expect(metrics).toMatch(/proto_gateway_a2a_tasks_total\{state="completed"\} 1/);
     expect(metrics).toMatch(/proto_gateway_a2a_tasks_total\{state="rejected"\} 1/);
     expect(metrics).toMatch(/proto_gateway_a2a_artifacts_total 1/);
+  });
+});
+
+describe('A2A push notifications', () => {
+  /** A loopback receiver recording each POST's headers and parsed body. */
+  async function receiver() {
+    const { createServer } = await import('node:http');
+    const got: Array<{ headers: Record<string, unknown>; body: any }> = [];
+    const server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk) => { text += chunk; });
+      req.on('end', () => {
+        got.push({ headers: req.headers, body: JSON.parse(text) });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address() as { port: number };
+    return { url: `http://127.0.0.1:${address.port}/hook`, got, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  }
+
+  function withPush(url: string, command: unknown) {
+    return {
+      ...commandRequest(command),
+      configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: { tenant: '', id: 'cfg-1', taskId: '', url, token: 'tok-1', authentication: undefined } },
+    };
+  }
+
+  it('task updates reach the configured URL through the webhook client, with the token, ending COMPLETED', async () => {
+    const hook = await receiver();
+    try {
+      const { client } = await gatewayWithClient('webhooks: { allowHttp: true, allowPrivateNetworks: [127.0.0.0/8] }\n');
+      const task = (await client.sendMessage(withPush(hook.url, { type: 'PlaceOrder', data: { sku: 'widget', qty: 1 } }))) as Task;
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      await eventually(() => hook.got.some((g) => JSON.stringify(g.body).includes('TASK_STATE_COMPLETED')) || undefined);
+      expect(hook.got.every((g) => g.headers['x-a2a-notification-token'] === 'tok-1')).toBe(true);
+      expect(JSON.stringify(hook.got.map((g) => g.body))).toContain('OrderPlacedV1');
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it('a loopback URL is refused by the SSRF guard when private networks are not allowed', async () => {
+    const hook = await receiver();
+    try {
+      const { gw, client } = await gatewayWithClient('webhooks: { allowHttp: true }\n');
+      const task = (await client.sendMessage(withPush(hook.url, { type: 'PlaceOrder', data: { sku: 'widget', qty: 1 } }))) as Task;
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      await eventually(async () => /proto_gateway_a2a_push_notifications_total\{outcome="failed"\} [1-9]/.test(await (await fetch(`${gw.url}metrics`)).text()) || undefined);
+      const metrics = await (await fetch(`${gw.url}metrics`)).text();
+      expect(metrics).toMatch(/proto_gateway_webhook_ssrf_refusals_total\{reason="address"\} [1-9]/);
+      expect(hook.got).toEqual([]);
+    } finally {
+      await hook.close();
+    }
   });
 });
