@@ -203,3 +203,33 @@ describe('A2A push notifications', () => {
     }
   });
 });
+
+describe('A2A endpoint input', () => {
+  it('malformed JSON-RPC bodies get JSON-RPC errors, never a 500', async () => {
+    const { gw } = await gatewayWithClient();
+    for (const body of ['[1]', '"x"', '{}', '{"jsonrpc":"2.0","id":1,"method":"NoSuchMethod"}', '{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":42}}']) {
+      const { status, body: answer } = await getJson(`${gw.url}a2a`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body });
+      expect(status, body).toBe(200);
+      expect(answer.error?.code, body).toEqual(expect.any(Number));
+    }
+    expect((await getJson(`${gw.url}a2a`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' })).status).toBe(400);
+  });
+});
+
+describe('A2A tasks across a restart', () => {
+  it('with the sqlite store, a restarted gateway still answers GetTask', async () => {
+    const { orders } = await exampleBackends();
+    const { join } = await import('node:path');
+    const { tempDir } = await import('../../support/gateway.ts');
+    const yaml = gatewayYaml(`${FAST_DISPATCH}\na2a: { settle: 300ms }\nbackends:\n${ordersBackend(orders.url)}`, `storage: { driver: sqlite, path: ${join(tempDir(), 'gw.db')} }`);
+    const first = await startTestGateway(yaml);
+    const task = await sendBlocking(await new ClientFactory().createFromUrl(first.url), { type: 'PlaceOrder', data: { sku: 'widget', qty: 1 } });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    await first.close();
+    const again = await startTestGateway(yaml);
+    const client = await new ClientFactory().createFromUrl(again.url);
+    const found = await client.getTask({ tenant: '', id: task.id });
+    expect(found.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(found.artifacts.map((a) => a.name)).toEqual(['OrderPlacedV1']);
+  });
+});

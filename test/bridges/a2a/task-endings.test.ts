@@ -84,6 +84,29 @@ describe('A2A task endings without a deciding event', () => {
   });
 });
 
+describe('SubscribeToTask', () => {
+  it('a second client following a running task sees its current state, then its end', async () => {
+    const { client } = await gatewayWith(false, '{ settle: 300ms, timeout: 60s }');
+    const stream = client.sendMessageStream(shipParcel());
+    let taskId = '';
+    for await (const item of stream) {
+      if (item.payload?.$case === 'statusUpdate' && item.payload.value.status?.state === TaskState.TASK_STATE_WORKING) {
+        taskId = item.payload.value.taskId;
+        break;
+      }
+    }
+    const follower = client.resubscribeTask({ tenant: '', id: taskId })[Symbol.asyncIterator]();
+    const first = await follower.next();
+    expect(first.value?.payload).toMatchObject({ $case: 'task', value: { id: taskId, status: { state: TaskState.TASK_STATE_WORKING } } });
+    await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+    const states: TaskState[] = [];
+    for (let next = await follower.next(); !next.done; next = await follower.next()) {
+      if (next.value.payload?.$case === 'statusUpdate' && next.value.payload.value.status) states.push(next.value.payload.value.status.state);
+    }
+    expect(states).toContain(TaskState.TASK_STATE_CANCELED);
+  });
+});
+
 describe('commandOutcome', () => {
   const rules = { produces: ['OrderPlacedV1'], successType: 'OrderAcceptedV2', failureType: 'OrderTroubleV1' };
   it('fails on the configured failure type, *Failed and *Rejected (with or without a version)', () => {
