@@ -204,6 +204,12 @@ export class GrpcBridge {
       return;
     }
     const { filter, aliasesFor } = await followAliases(eventFilter(call.request), this.#o.aliases);
+    // Cancelled (or shut down) while the aliases were read: nothing to attach.
+    if (call.cancelled || call.destroyed) return metrics.rpc('Subscribe', 'CANCELLED');
+    if (this.#closing) {
+      metrics.rpc('Subscribe', 'UNAVAILABLE');
+      return void call.emit('error', endStatus('shutdown'));
+    }
     const writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
       this.#streams.delete(writer);
       attachment.detach();
