@@ -86,6 +86,7 @@ export class CommandExecutor implements AgentExecutor {
       const user = request.context.user as GatewayUser | undefined;
       const ending = await this.#run(command, user, task, cancel.signal);
       task.end(ending);
+      this.#options.logger.debug({ taskId: request.taskId, state: TaskState[ending.state], principal: user?.userName }, 'a2a task ended');
     } finally {
       this.#running.delete(request.taskId);
       bus.finished();
@@ -110,7 +111,7 @@ export class CommandExecutor implements AgentExecutor {
   /** Checks, submits and follows one command; resolves with how the task ends. */
   async #run(command: CommandRequest, user: GatewayUser | undefined, task: TaskReporter, signal: AbortSignal): Promise<Ending> {
     const refusal = this.#refusal(command, user);
-    if (refusal) return refusal;
+    if (refusal) return refused(refusal);
     const entry = this.#options.commandOf(command.type as string) as ExecutableCommand;
     const id = randomUUID();
     // Opened before the command is submitted, so no correlated event can slip past.
@@ -130,16 +131,14 @@ export class CommandExecutor implements AgentExecutor {
     }
   }
 
-  /** A refusal that needs no pipeline: no data part type, unknown type, or no `write` scope. */
-  #refusal(command: CommandRequest, user: GatewayUser | undefined): Ending | undefined {
+  /** A refusal that needs no pipeline: no command type, no `write` scope, or an unknown type. */
+  #refusal(command: CommandRequest, user: GatewayUser | undefined): ProtoError | undefined {
     if (typeof command.type !== 'string' || command.type.length === 0) {
-      return { state: TaskState.TASK_STATE_REJECTED, text: 'INVALID_ENVELOPE: the data part needs a "type" (a command type) and a "data" object' };
+      return new ProtoError('INVALID_ENVELOPE', 'the data part needs a "type" (a command type) and a "data" object', { attribute: 'type' });
     }
-    if (user !== undefined && !user.scopes.has('write')) {
-      return { state: TaskState.TASK_STATE_REJECTED, text: 'FORBIDDEN: sending a command needs the write scope' };
-    }
+    if (user !== undefined && !user.scopes.has('write')) return new ProtoError('FORBIDDEN', 'sending a command needs the write scope');
     if (this.#options.commandOf(command.type) === undefined) {
-      return { state: TaskState.TASK_STATE_REJECTED, text: `UNKNOWN_COMMAND_TYPE: no command type ${command.type}; the agent card lists the skills` };
+      return new ProtoError('UNKNOWN_COMMAND_TYPE', `no command type ${command.type}; the agent card lists the skills`);
     }
     return undefined;
   }

@@ -216,6 +216,23 @@ describe('A2A endpoint input', () => {
   });
 });
 
+describe('A2A scopes', () => {
+  it('a key with read only can read tasks but its command is REJECTED (FORBIDDEN) without reaching the backend', async () => {
+    const { SendMessageRequest } = await import('@a2a-js/sdk');
+    const { gw, orders } = await gatewayWithClient('auth: { type: apiKey, keys: [{ id: reader, key: r1, scopes: [read] }] }\n');
+    const params = SendMessageRequest.toJSON(commandRequest({ type: 'PlaceOrder', data: { sku: 'widget', qty: 1 } }));
+    const { status, body } = await getJson(`${gw.url}a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'x-api-key': 'r1' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params }),
+    });
+    expect(status).toBe(200);
+    expect(JSON.stringify(body.result)).toContain('TASK_STATE_REJECTED');
+    expect(JSON.stringify(body.result)).toContain('FORBIDDEN');
+    expect([...orders.orders.values()].filter((o) => o.requestId !== undefined)).toEqual([]);
+  });
+});
+
 describe('A2A tasks across a restart', () => {
   it('with the sqlite store, a restarted gateway still answers GetTask', async () => {
     const { orders } = await exampleBackends();
