@@ -21,6 +21,7 @@ import { Registry } from 'prom-client';
 import { Agent, request } from 'undici';
 import { startGateway, type Gateway } from '../src/app.ts';
 import { parseConfig } from '../src/config/load.ts';
+import { bareProxy } from './support/bare-proxy.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? sized(3, 1));
@@ -77,19 +78,9 @@ async function startSink(): Promise<Sink> {
   return { url: await listen(server), arrivals, server };
 }
 
-/** A bare pass-through proxy: node:http in, undici out, bodies streamed. The baseline a gateway should match. */
+/** The bare pass-through proxy (`support/bare-proxy.ts`), listening. */
 async function startProxy(target: string): Promise<{ url: string; server: Server }> {
-  const agent = new Agent({ connections: CLIENTS * 2 });
-  const server = createServer(async (req, res) => {
-    try {
-      const answer = await request(`${target}${req.url}`, { method: req.method as 'POST', headers: { 'content-type': 'application/json' }, body: req, dispatcher: agent });
-      res.writeHead(answer.statusCode, { 'content-type': String(answer.headers['content-type'] ?? 'application/json') });
-      for await (const chunk of answer.body) res.write(chunk);
-      res.end();
-    } catch {
-      res.writeHead(502).end();
-    }
-  });
+  const server = bareProxy(target, CLIENTS * 2);
   return { url: await listen(server), server };
 }
 

@@ -22,7 +22,10 @@ import { IngestorSet, type Ingestor } from './ingest/ingestors.ts';
 import type { EventLog } from './log/EventLog.ts';
 import { openEventLog } from './log/open-log.ts';
 import { Pruner } from './log/pruner.ts';
-import { gatewayCapabilitySpecs } from './manifest/gateway-capabilities.ts';
+import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';
+import { GrpcBridge, PROTO_DIR } from './bridges/grpc/grpc-bridge.ts';
+import { grpcMetrics } from './metrics/grpc.ts';
+import { protoFileRoutes } from './http/routes/proto-files.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
 import { backendMetrics } from './metrics/backends.ts';
 import { httpMetrics } from './metrics/http.ts';
@@ -74,6 +77,8 @@ export interface Gateway {
   services: ServiceRegistry;
   /** Webhook subscriptions and deliveries (service removal calls `webhooks.subscriptions.deleteByService`). */
   webhooks: WebhookBridge;
+  /** The gRPC bridge, when the `grpc` section is present (its `port` is the bound one). */
+  grpc?: GrpcBridge;
   /** Stops accepting, drains within `server.shutdownTimeout`, closes every component. Idempotent. */
   close(): Promise<void>;
 }
@@ -166,6 +171,8 @@ async function assemble(input: AssembleInput) {
   backendMetrics(registry, backends);
   const capabilities = gatewayCapabilitySpecs(config);
   const catalogue = life.add(new EventCatalogue({ publicUrl, log, backends, logger }));
+  // Built later in this function (it needs the command path); the manifest reads its port lazily.
+  let grpc: GrpcBridge | undefined;
   const manifest = new PublicManifest({
     protocolVersion: config.protocol.version,
     gatewayVersion: GATEWAY_VERSION,
@@ -173,6 +180,7 @@ async function assemble(input: AssembleInput) {
     auth: config.auth,
     capabilities,
     backends,
+    transports: () => gatewayTransports(config, publicUrl, grpc?.port),
   });
   const carriers = credentialCarriers(config.auth);
   const queries = createQueryPath({
@@ -203,6 +211,19 @@ async function assemble(input: AssembleInput) {
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
   const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
+  grpc = config.grpc && life.add(new GrpcBridge({
+    config: config.grpc,
+    authenticate: createAuthenticator(config.auth),
+    tail,
+    log,
+    events: config.events,
+    aliases: commands.aliases,
+    ingestion: commands.ingestion,
+    maxBufferedBytes: config.sse.maxBufferedBytes,
+    closeOnTerminal: config.sse.closeOnTerminal,
+    metrics: grpcMetrics(registry),
+    logger: logger.child({ component: 'grpc' }),
+  }));
   const services = new ServiceRegistry({
     backends,
     store: registryStore,
@@ -223,6 +244,7 @@ async function assemble(input: AssembleInput) {
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
     ...sse.routes,
+    ...protoFileRoutes(PROTO_DIR),
     ...subscriptionRoutes(webhooks.subscriptions),
     ...commands.routes,
     ...queries.routes,
@@ -236,7 +258,7 @@ async function assemble(input: AssembleInput) {
       maxBodyBytes: config.server.bodyLimitBytes,
     }),
   ];
-  return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes };
+  return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes, grpc };
 }
 
 /** Why the gateway is not ready (the `pending` of a 503 from `/readyz`): empty once it is. */

@@ -18,7 +18,7 @@ import { diffConfig, isEmptyDiff } from './config/config-diff.ts';
 import { ConfigError, formatProblems, loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
-import { gatewayCapabilitySpecs } from './manifest/gateway-capabilities.ts';
+import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';
 import { GATEWAY_VERSION } from './version.ts';
 
 const USAGE = `usage: proto-gateway <serve|validate|manifest> [--config FILE]
@@ -83,6 +83,7 @@ async function manifest(file: string): Promise<number> {
     auth: config.auth,
     capabilities: gatewayCapabilitySpecs(config),
     backends,
+    transports: () => gatewayTransports(config, publicUrl),
   }).current();
   process.stdout.write(`${JSON.stringify(current, null, 2)}\n`);
   return 0;

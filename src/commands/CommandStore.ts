@@ -79,13 +79,21 @@ export interface IdempotencyStore extends StoreLifecycle {
 export interface Outbox extends StoreLifecycle {
   /** Adds an entry; returns it with its `seq`. */
   enqueue(entry: NewOutboxEntry): Promise<OutboxEntry>;
-  /** Up to `limit` entries of `backend` due at `nowMs` (`nextAttemptMs <= nowMs`), earliest due first, then by seq. */
+  /** Up to `limit` entries of `backend` due at `nowMs` (`nextAttemptMs <= nowMs`, not claimed), earliest due first, then by seq. Reads only. */
   due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]>;
-  /** Records a failed attempt: the new attempt count, when to try next, and why it failed. */
+  /**
+   * Leased claim (`claim` in the issue; named apart from `IdempotencyStore.claim`): up to `limit` entries of `backend` due at `nowMs` and not claimed (or whose lease
+   * has run out), earliest due first, then by seq, returned as they were. Atomically, each becomes
+   * invisible to every claimer (`due`, `claimDue`) until `nowMs + leaseMs`, or until it is completed or
+   * rescheduled (which ends the lease). A claimer that dies leaves its entries to come back when
+   * their lease runs out; of two concurrent claimers, never both get one entry.
+   */
+  claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]>;
+  /** Records a failed attempt and ends its claim: the new attempt count, when to try next, and why it failed. */
   reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void>;
   /** Removes a delivered (or finally failed) entry. Removing an unknown seq is a no-op. */
   complete(seq: number): Promise<void>;
-  /** The earliest `nextAttemptMs` of any entry, or undefined when the outbox is empty. */
+  /** The earliest instant any entry may be claimed (its `nextAttemptMs`, or the end of its lease), or undefined when the outbox is empty. */
   nextDueMs(): Promise<number | undefined>;
   /** Every backend id that has entries. */
   backends(): Promise<string[]>;
@@ -111,4 +119,17 @@ export interface CommandStore extends IdempotencyStore, Outbox, CorrelationAlias
    * the live record that holds the id (nothing written), or undefined when both were written.
    */
   accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined>;
+  /**
+   * Group commit: every item as `accept` would, in order, in ONE durable commit (one transaction on
+   * sqlite; one pipelined round of scripts on Redis). Idempotency stays exact inside the batch: an
+   * item whose id an earlier item of the batch took gets that item's record back. Returns one
+   * answer per item, in order.
+   */
+  acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>>;
+}
+
+/** One command to accept: its idempotency record and its outbox entry. */
+export interface AcceptItem {
+  record: IdempotencyRecord;
+  entry: NewOutboxEntry;
 }

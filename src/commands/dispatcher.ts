@@ -10,7 +10,10 @@
  *   `retry.schedule` with jitter (honouring `Retry-After`); other 4xx are final. A final failure
  *   appends the backend adapter's failure event.
  * - `close()` stops taking work, waits for attempts in flight until `drainMs`, then aborts the
- *   rest; an aborted attempt leaves its entry untouched in the outbox (delivered after restart).
+ *   rest; an aborted attempt's entry is released (due again at once) and delivered after restart.
+ * - Entries are claimed with a lease (`Outbox.claimDue`): held in memory while in flight, hidden
+ *   from every other claimer (another replica on a shared store), and back when a crashed
+ *   claimer's lease runs out. Nothing in flight is read again.
  * - A paused backend (`isPaused`) is skipped: its commands wait in the outbox until it is resumed
  *   (then `wake()`). Backends come and go at runtime: `deliveries` is read at every pass.
  * - The adapters ask the backend's circuit before each attempt; an open circuit is a transient
@@ -25,6 +28,9 @@ import { parseRetryAfter, retryDelayMs } from './retry-schedule.ts';
 
 /** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
 export const MAX_IDLE_MS = 1_000;
+
+/** What a lease adds to the attempt timeout by default, in ms. */
+export const LEASE_MARGIN_MS = 5_000;
 
 /** Options of a `Dispatcher`. */
 export interface DispatcherOptions {
@@ -43,6 +49,12 @@ export interface DispatcherOptions {
   retryScheduleMs: number[];
   /** How long `close()` waits for attempts in flight before aborting them, in ms. */
   drainMs: number;
+  /**
+   * Lease of a claimed entry, in ms: no other claimer (another replica on a shared store) takes it
+   * meanwhile; a crashed claimer's entries come back after it. Default `timeoutMs` + `LEASE_MARGIN_MS`
+   * (an attempt never outlives its lease).
+   */
+  leaseMs?: number;
   metrics: CommandMetrics;
   logger: Logger;
   /** Jitter source in [0, 1); default `Math.random`. */
@@ -137,17 +149,31 @@ export class Dispatcher {
     return lane;
   }
 
-  /** Starts attempts for the due entries of one backend, up to its free slots. */
+  /**
+   * Claims the due entries of one backend, up to its free slots, and starts their attempts. A
+   * claimed entry is held in memory (the lane) until its attempt ends; the store hides it from
+   * every claimer meanwhile, so nothing in flight is read again.
+   */
   async #fill(backend: string, lane: Set<number>): Promise<void> {
     const free = this.#options.concurrency - lane.size;
-    if (free <= 0 || this.#closing) return;
-    // Entries in flight are still due in the store: ask for enough to skip them.
-    const due = await this.#options.outbox.due(backend, Date.now(), free + lane.size);
-    for (const entry of due) {
-      if (lane.size >= this.#options.concurrency || this.#closing) return;
-      const delivery = this.#options.deliveries.get(backend);
-      if (delivery && !lane.has(entry.seq)) this.#start(backend, delivery, lane, entry);
+    const delivery = this.#options.deliveries.get(backend);
+    if (free <= 0 || this.#closing || !delivery) return;
+    const claimed = await this.#options.outbox.claimDue(backend, Date.now(), free, this.#leaseMs);
+    for (const entry of claimed) {
+      if (this.#closing) return this.#release(entry);
+      if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry);
     }
+  }
+
+  get #leaseMs(): number {
+    return this.#options.leaseMs ?? this.#options.timeoutMs + LEASE_MARGIN_MS;
+  }
+
+  /** Ends the claim of an entry not attempted after all (shutdown): due again now, for the next process. */
+  #release(entry: OutboxEntry): Promise<void> {
+    return this.#options.outbox.reschedule(entry.seq, entry.attempts, Date.now(), entry.lastError ?? '').catch((err: unknown) => {
+      this.#options.logger.warn({ err, command: entry.id }, 'could not release a claimed command; it is due again when its lease ends');
+    });
   }
 
   #start(backend: string, delivery: CommandDelivery, lane: Set<number>, entry: OutboxEntry): void {
@@ -183,7 +209,10 @@ export class Dispatcher {
     try {
       outcome = await delivery.deliver(entry, this.#abort.signal, this.#options.timeoutMs);
     } catch (err) {
-      if (this.#abort.signal.aborted) return this.#observe(entry, 'aborted', started);
+      if (this.#abort.signal.aborted) {
+        this.#observe(entry, 'aborted', started);
+        return this.#release(entry);
+      }
       outcome = { kind: 'retry', reason: reasonOf(err), ...retryAfterOf(err) };
     }
     this.#observe(entry, outcome.kind, started);

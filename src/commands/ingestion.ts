@@ -13,6 +13,7 @@ import type { CommandAnswer, CommandStore, IdempotencyRecord } from './CommandSt
 import { matchDataschema } from './dataschema.ts';
 import { checkCommandEnvelope, type CommandEnvelope } from './envelope.ts';
 import { commandFingerprint } from './fingerprint.ts';
+import { GroupCommitter } from './group-commit.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 /** One submission as the HTTP edge hands it over. */
@@ -136,8 +137,10 @@ function validationStep(draft: Draft): void {
 /**
  * Idempotency and the outbox in one store transaction: a new id is stored with its outbox entry; a
  * live id replays its first answer when principal and fingerprint match, and is a 409 otherwise.
+ * Accepts arriving during a commit share the next one (group commit, `group-commit.ts`).
  */
 function enqueueStep(options: IngestionOptions): Step {
+  const committer = new GroupCommitter(options.store);
   return async (draft) => {
     const envelope = draft.envelope!;
     const { principal, traceparent } = draft.submission;
@@ -152,7 +155,7 @@ function enqueueStep(options: IngestionOptions): Step {
       id: envelope.id, backend: draft.entry!.backend, command: envelope, principal,
       acceptedMs: draft.nowMs, attempts: 0, nextAttemptMs: draft.nowMs, ...(traceparent !== undefined && { traceparent }),
     };
-    const holder = await options.store.accept(record, entry, draft.nowMs);
+    const holder = await committer.accept(record, entry, draft.nowMs);
     if (holder) {
       draft.answer = replay(holder, record);
       return;

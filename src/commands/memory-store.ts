@@ -8,6 +8,7 @@
  * and the window, not by a count).
  */
 import {
+  type AcceptItem,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -44,6 +45,12 @@ export class MemoryCommandStore implements CommandStore {
     return undefined;
   }
 
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+    const answers: Array<IdempotencyRecord | undefined> = [];
+    for (const { record, entry } of items) answers.push(await this.accept(record, entry, nowMs));
+    return answers;
+  }
+
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
     this.#assertOpen();
     const live = this.#live(record.id, nowMs);
@@ -75,6 +82,18 @@ export class MemoryCommandStore implements CommandStore {
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
+    return this.#due(backend, nowMs, limit);
+  }
+
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
+    const claimed = this.#due(backend, nowMs, limit);
+    // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
+    for (const entry of claimed) this.#outbox.get(entry.seq)!.nextAttemptMs = nowMs + leaseMs;
+    return claimed;
+  }
+
+  #due(backend: string, nowMs: number, limit: number): OutboxEntry[] {
     this.#assertOpen();
     return [...this.#outbox.values()]
       .filter((entry) => entry.backend === backend && entry.nextAttemptMs <= nowMs)

@@ -21,8 +21,9 @@
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
  * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
  *
- * Limit: `due` only reads, as the port says; until the `Outbox` port has leased claims, two
- * replicas' dispatchers may both deliver one due entry.
+ * Leased claims (`claimDue`): claiming moves an entry's due time to the end of its lease, in the
+ * script that reads it, so two replicas' dispatchers never deliver one entry at once, and a dead
+ * replica's claimed entries are due again when their lease runs out.
  */
 import type { Redis } from 'ioredis';
 import { ProtoError } from '../errors.ts';
@@ -30,6 +31,7 @@ import { closeRedis, connectRedis } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
+  type AcceptItem,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -86,7 +88,12 @@ const CLAIM_ONLY = new RedisScript(CLAIM);
 const ENQUEUE_ONLY = new RedisScript(`${ENQUEUE}
 return seq`);
 
-/** Due entries of one backend: a flat list of member, score, fixed JSON, state JSON. */
+/**
+ * Due entries of one backend: a flat list of member, score, fixed JSON, state JSON. With a lease end
+ * (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to the lease's end in
+ * the same script, so two replicas never claim one entry and a dead claimer's entries come back when
+ * the lease runs out. KEYS: due of the backend, fixed, state, overall due (only used with a lease).
+ */
 const DUE = new RedisScript(`
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
@@ -98,6 +105,10 @@ for i = 1, #members, 2 do
     table.insert(out, members[i + 1])
     table.insert(out, fixed)
     table.insert(out, redis.call('HGET', KEYS[3], member))
+    if ARGV[3] then
+      redis.call('ZADD', KEYS[1], ARGV[3], member)
+      redis.call('ZADD', KEYS[4], ARGV[3], member)
+    end
   end
 end
 return out`);
@@ -195,6 +206,19 @@ export class RedisCommandStore implements CommandStore {
     return undefined;
   }
 
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+    // The scripts go out together on the one connection (pipelined) and run in order, each atomic,
+    // so a later item sees what an earlier one stored; one WAIT covers the batch.
+    const k = this.#keys;
+    const replies = (await Promise.all(
+      items.map(({ record, entry }) =>
+        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry)]),
+      ),
+    )) as Array<[number, string]>;
+    if (replies.some((reply) => reply[0] !== 0)) await this.#waitForReplicas();
+    return replies.map((reply) => (reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined));
+  }
+
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
     const k = this.#keys;
     const holder = (await this.#run(CLAIM_ONLY, [k.idem, k.idemExp], [record.id, nowMs, JSON.stringify(record), record.expiresMs])) as string | null;
@@ -228,14 +252,13 @@ export class RedisCommandStore implements CommandStore {
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
     const k = this.#keys;
-    const flat = (await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state], [nowMs, Math.floor(limit)])) as string[];
-    const entries: OutboxEntry[] = [];
-    for (let i = 0; i < flat.length; i += 4) {
-      const fixed = JSON.parse(flat[i + 2]!) as FixedFields;
-      const state = JSON.parse(flat[i + 3] ?? '{"attempts":0}') as StateFields;
-      entries.push({ seq: Number(flat[i]), ...fixed, attempts: state.attempts, nextAttemptMs: Number(flat[i + 1]), ...(state.lastError !== undefined && { lastError: state.lastError }) });
-    }
-    return entries;
+    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit)])) as string[]);
+  }
+
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    if (limit <= 0) return [];
+    const k = this.#keys;
+    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit), nowMs + leaseMs])) as string[]);
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
@@ -330,4 +353,15 @@ function enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
 
 function member(seq: number): string {
   return String(seq).padStart(16, '0');
+}
+
+/** Outbox entries from DUE's and CLAIM's flat answer: member, score (due time), fixed JSON, state JSON. */
+function entriesOf(flat: string[]): OutboxEntry[] {
+  const entries: OutboxEntry[] = [];
+  for (let i = 0; i < flat.length; i += 4) {
+    const fixed = JSON.parse(flat[i + 2]!) as FixedFields;
+    const state = JSON.parse(flat[i + 3] ?? '{"attempts":0}') as StateFields;
+    entries.push({ seq: Number(flat[i]), ...fixed, attempts: state.attempts, nextAttemptMs: Number(flat[i + 1]), ...(state.lastError !== undefined && { lastError: state.lastError }) });
+  }
+  return entries;
 }

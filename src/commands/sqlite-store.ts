@@ -5,12 +5,14 @@
  * `user_version` are left alone.
  *
  * Durability: WAL with `synchronous=FULL` (src/storage/sqlite.ts), so an accept answered 201
- * survives the process being killed and a power loss. Every write is one short synchronous transaction (`BEGIN IMMEDIATE`), so
+ * survives the process being killed and a power loss; dispatch bookkeeping (claim, reschedule,
+ * complete) commits with `NORMAL` (`#relaxed`): losing it re-delivers, it never loses a command. Every write is one short synchronous transaction (`BEGIN IMMEDIATE`), so
  * the two connections of this process never wait on each other for long; `busy_timeout` covers the
  * rest.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
+  type AcceptItem,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -106,6 +108,19 @@ export class SqliteCommandStore implements CommandStore {
     });
   }
 
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+    // One transaction, so one synchronous=FULL commit (one fsync) for the whole batch.
+    return this.#sqlite.transaction((sql) =>
+      items.map(({ record, entry }) => {
+        const live = liveRecord(sql, record.id, nowMs);
+        if (live) return live;
+        storeRecord(sql, record);
+        insertEntry(sql, entry);
+        return undefined;
+      }),
+    );
+  }
+
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
     return this.#sqlite.transaction((sql) => {
       const live = liveRecord(sql, record.id, nowMs);
@@ -132,12 +147,37 @@ export class SqliteCommandStore implements CommandStore {
     return rows.map(entryOf);
   }
 
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+    const sql = this.#sqlite.statements;
+    // One transaction: read what is due, then push its due time to the lease's end (the claim).
+    return this.#relaxed(() => this.#sqlite.transaction(() => {
+      const rows = sql.due.all(backend, nowMs, Math.max(0, limit)) as unknown as OutboxRow[];
+      for (const row of rows) sql.lease.run(nowMs + leaseMs, row.seq);
+      return rows.map(entryOf);
+    }));
+  }
+
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
-    this.#sqlite.statements.reschedule.run(attempts, nextAttemptMs, lastError, seq);
+    this.#relaxed(() => this.#sqlite.statements.reschedule.run(attempts, nextAttemptMs, lastError, seq));
   }
 
   async complete(seq: number): Promise<void> {
-    this.#sqlite.statements.complete.run(seq);
+    this.#relaxed(() => this.#sqlite.statements.complete.run(seq));
+  }
+
+  /**
+   * Runs a dispatch bookkeeping write (claim, reschedule, complete) with `synchronous=NORMAL`: its
+   * loss in a power cut only re-delivers a command (at least once; result events keep their ids),
+   * so it need not wait for an fsync. Accepts keep `FULL`: a 201 must survive a power cut.
+   */
+  #relaxed<T>(write: () => T): T {
+    const { db } = this.#sqlite;
+    db.exec('PRAGMA synchronous = NORMAL');
+    try {
+      return write();
+    } finally {
+      db.exec('PRAGMA synchronous = FULL');
+    }
   }
 
   async nextDueMs(): Promise<number | undefined> {
@@ -177,6 +217,7 @@ function prepareStatements(db: DatabaseSync) {
     due: statement('SELECT * FROM outbox WHERE backend = ? AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?'),
     reschedule: statement('UPDATE outbox SET attempts = ?, next_attempt_ms = ?, last_error = ? WHERE seq = ?'),
     complete: statement('DELETE FROM outbox WHERE seq = ?'),
+    lease: statement('UPDATE outbox SET next_attempt_ms = ? WHERE seq = ?'),
     nextDue: statement('SELECT MIN(next_attempt_ms) AS next FROM outbox'),
     backends: statement('SELECT DISTINCT backend FROM outbox'),
     depth: statement('SELECT COUNT(*) AS n FROM outbox'),

@@ -24,6 +24,8 @@ export interface AggregateInput {
   /** The gateway's own capabilities (see capabilities.ts). */
   capabilities: Capability[];
   backends: Backend[];
+  /** The gateway's other transports (PROTOCOL.md 2.4): `grpc`, `a2a`, `mcp` blocks of its own service entry, when served. */
+  transports?: Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'>;
 }
 
 /** Builds the aggregated public manifest. */
@@ -34,6 +36,7 @@ export function aggregateManifest(input: AggregateInput): Manifest {
       description: 'proto-gateway: one public endpoint in front of every backend service',
       spec: `${input.publicUrl}spec/${GATEWAY_SERVICE}`,
       http: { endpoint: input.publicUrl },
+      ...input.transports,
     },
   };
   const capabilities = [...input.capabilities];

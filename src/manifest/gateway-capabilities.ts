@@ -4,6 +4,7 @@
  */
 import type { GatewayConfig } from '../config/types.ts';
 import type { CapabilitySpec } from './capabilities.ts';
+import type { ServiceEntry } from './types.ts';
 
 /** The events capability: the one log, its catalogue and schemas. */
 export const EVENTS_CAPABILITY: CapabilitySpec = {
@@ -84,4 +85,18 @@ export const LIFECYCLE_CAPABILITY: CapabilitySpec = {
 /** The gateway's capability specs for a configuration. */
 export function gatewayCapabilitySpecs(_config: GatewayConfig): CapabilitySpec[] {
   return [EVENTS_CAPABILITY, COMMANDS_CAPABILITY, QUERIES_CAPABILITY, REGISTRY_CAPABILITY, LIFECYCLE_CAPABILITY];
+}
+
+/**
+ * The gateway's transports besides HTTP, as its service entry advertises them (PROTOCOL.md 2.4):
+ * `grpc` when the `grpc` section is present (`publicEndpoint`, default `host:port`, and the served
+ * `.proto`); `grpcPort` is the port bound when the configured one is 0.
+ */
+export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpcPort?: number): Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> {
+  const transports: Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> = {};
+  if (config.grpc) {
+    const endpoint = config.grpc.publicEndpoint ?? `${config.grpc.host}:${grpcPort || config.grpc.port}`;
+    transports.grpc = { endpoint, proto: `${publicUrl}proto/gateway.proto` };
+  }
+  return transports;
 }

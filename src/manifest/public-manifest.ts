@@ -4,7 +4,7 @@
  */
 import type { AuthConfig } from '../config/types.ts';
 import type { BackendDirectory } from '../backends/directory.ts';
-import { aggregateManifest, backendManifest } from './aggregate.ts';
+import { aggregateManifest, backendManifest, type AggregateInput } from './aggregate.ts';
 import { gatewayCapabilities, type CapabilitySpec } from './capabilities.ts';
 import type { Manifest } from './types.ts';
 
@@ -15,6 +15,8 @@ export interface PublicManifestOptions {
   auth: AuthConfig;
   capabilities: CapabilitySpec[];
   backends: BackendDirectory;
+  /** The gateway's other transports, as advertised in its service entry (gRPC, A2A, MCP); read when the manifest is built. */
+  transports?: () => AggregateInput['transports'];
 }
 
 export class PublicManifest {
@@ -50,6 +52,7 @@ export class PublicManifest {
       auth: o.auth,
       capabilities: gatewayCapabilities(o.capabilities, o.publicUrl),
       backends: o.backends.list(),
+      transports: o.transports?.(),
     });
     return this.#cached;
   }

@@ -38,6 +38,8 @@ function dispatcher(store: MemoryCommandStore, log: MemoryEventLog, delivery: Co
     concurrency: 1,
     retryScheduleMs: [50],
     drainMs: 1_000,
+    // Short, so the restarted dispatcher finds the crashed one's claim expired soon.
+    leaseMs: 100,
     metrics: commandMetrics(new Registry()),
     logger: pino({ level: 'silent' }),
   });
@@ -82,7 +84,7 @@ describe('result events exactly once', () => {
     await eventually(async () => crashed);
     expect((await store.depth())).toBe(1);
 
-    // The restarted process finds the entry still in the outbox and delivers it again (at least once).
+    // The restarted process finds the entry still in the outbox once the crashed claim's lease ran out, and delivers it again (at least once).
     const secondDelivery = acceptingDelivery();
     await dispatcher(store, log, secondDelivery).start();
     await eventually(async () => (await store.depth()) === 0);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, tempDir } from '../support/gateway.ts';
-import { authorizePayment, exampleBackends, FAST_DISPATCH, ordersBackend, placeOrder, post, protoBackend, scriptedBackend, sendJson } from './support.ts';
+import { authorizePayment, exampleBackends, FAST_DISPATCH, ordersBackend, ownIdBackend, placeOrder, post, protoBackend, scriptedBackend, sendJson } from './support.ts';
 
 afterEach(closeAll);
 
@@ -64,19 +64,7 @@ describe('result events of proto commands', () => {
   });
 
   it('a backend answering with another id: warned, remembered durably, its events found by the gateway id', async () => {
-    const events: unknown[] = [];
-    const backend = await scriptedBackend((req, res) => {
-      const path = req.url.split('?')[0];
-      if (path === '/commands' && req.method === 'GET') return sendJson(res, 200, { commands: [{ schema: 'authorize-payment', version: '1.0' }] });
-      if (path === '/commands/authorize-payment/1.0') return sendJson(res, 200, { type: 'object' });
-      if (path === '/events') return sendJson(res, 200, { events });
-      if (path === '/commands' && req.method === 'POST') {
-        const own = `own-${JSON.parse(req.body).id}`;
-        events.push({ specversion: '1.0', id: `evt-${own}`, source: 'urn:odd', type: 'PaymentAuthorizedV1', datacontenttype: 'application/json', correlationid: own, time: new Date().toISOString(), data: {} });
-        return sendJson(res, 201, { id: own });
-      }
-      sendJson(res, 404, {});
-    });
+    const backend = await ownIdBackend('PaymentAuthorizedV1');
     const dir = tempDir();
     const yaml = gatewayYaml(`${FAST_DISPATCH}\nbackends:\n${protoBackend(backend.url, 'odd')}`, `storage: { driver: sqlite, path: ${join(dir, 'gw.db')} }`);
     const gw = await startTestGateway(yaml);

@@ -127,6 +127,39 @@ export function outboxContract(name: string, make: () => Outbox | Promise<Outbox
       expect(await store().nextDueMs()).toBe(NOW + 5000);
     });
 
+    it('claims due entries with a lease: hidden from other claimers until the lease ends, returned as they were', async () => {
+      await store().enqueue(outboxEntry('a'));
+      await store().enqueue(outboxEntry('b'));
+      await store().enqueue(outboxEntry('c', 'orders', 100));
+      const claimed = await store().claimDue('orders', NOW, 10, 1000);
+      expect(claimed.map((e) => ({ id: e.id, nextAttemptMs: e.nextAttemptMs }))).toEqual([{ id: 'a', nextAttemptMs: NOW }, { id: 'b', nextAttemptMs: NOW }]);
+      expect(await store().claimDue('orders', NOW, 10, 1000)).toEqual([]);
+      expect(await store().due('orders', NOW, 10)).toEqual([]);
+      expect((await store().claimDue('orders', NOW + 100, 10, 1000)).map((e) => e.id)).toEqual(['c']);
+      // The claimer died: its entries come back when the lease runs out, and nextDueMs says when.
+      expect(await store().nextDueMs()).toBe(NOW + 1000);
+      expect((await store().claimDue('orders', NOW + 1000, 10, 1000)).map((e) => e.id)).toEqual(['a', 'b']);
+    });
+
+    it('ends a claim on reschedule (due at the new time) and on completion', async () => {
+      const a = await store().enqueue(outboxEntry('a'));
+      const b = await store().enqueue(outboxEntry('b'));
+      await store().claimDue('orders', NOW, 10, 60_000);
+      await store().reschedule(a.seq, 1, NOW + 50, 'BACKEND_UNAVAILABLE: down');
+      await store().complete(b.seq);
+      const [again] = await store().claimDue('orders', NOW + 50, 10, 60_000);
+      expect(again).toMatchObject({ id: 'a', attempts: 1, nextAttemptMs: NOW + 50, lastError: 'BACKEND_UNAVAILABLE: down' });
+      expect(await store().depth()).toBe(1);
+    });
+
+    it('never gives one entry to two concurrent claimers', async () => {
+      for (let i = 0; i < 20; i++) await store().enqueue(outboxEntry(`e${i}`));
+      const [first, second] = await Promise.all([store().claimDue('orders', NOW, 15, 1000), store().claimDue('orders', NOW, 15, 1000)]);
+      const ids = [...first, ...second].map((e) => e.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids).toHaveLength(20);
+    });
+
     it('completes entries (twice is a no-op) and lists the backends with entries', async () => {
       const a = await store().enqueue(outboxEntry('a', 'orders'));
       await store().enqueue(outboxEntry('b', 'payments'));
@@ -154,6 +187,22 @@ export function commandStoreContract(name: string, make: () => CommandStore | Pr
       expect(await store().accept(record('a'), outboxEntry('a'), NOW)).toBeUndefined();
       expect(await store().find('a', NOW)).toEqual(record('a'));
       expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['a']);
+    });
+
+    it('accepts a batch in order in one commit, idempotency exact inside the batch', async () => {
+      await store().accept(record('held'), outboxEntry('held'), NOW);
+      const answers = await store().acceptBatch(
+        [
+          { record: record('a'), entry: outboxEntry('a') },
+          { record: record('held', { principal: 'other' }), entry: outboxEntry('held') },
+          { record: record('b'), entry: outboxEntry('b') },
+          { record: record('a', { fingerprint: 'another' }), entry: outboxEntry('a') },
+        ],
+        NOW,
+      );
+      expect(answers).toEqual([undefined, record('held'), undefined, record('a')]);
+      expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['held', 'a', 'b']);
+      expect(await store().acceptBatch([], NOW)).toEqual([]);
     });
 
     it('writes nothing when the id is held, and returns the holder', async () => {

@@ -125,3 +125,23 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify(body));
 }
+
+/**
+ * A proto backend that answers every command 201 with its own id (`own-<command id>`) and then
+ * publishes one event of `type` correlated with that own id only (`evt-own-<command id>`).
+ */
+export async function ownIdBackend(type: string) {
+  const events: unknown[] = [];
+  return scriptedBackend((req, res) => {
+    const path = req.url.split('?')[0];
+    if (path === '/commands' && req.method === 'GET') return sendJson(res, 200, { commands: [{ schema: 'authorize-payment', version: '1.0' }] });
+    if (path === '/commands/authorize-payment/1.0') return sendJson(res, 200, { type: 'object' });
+    if (path === '/events') return sendJson(res, 200, { events });
+    if (path === '/commands' && req.method === 'POST') {
+      const own = `own-${JSON.parse(req.body).id}`;
+      events.push({ specversion: '1.0', id: `evt-${own}`, source: 'urn:odd', type, datacontenttype: 'application/json', correlationid: own, time: new Date().toISOString(), data: {} });
+      return sendJson(res, 201, { id: own });
+    }
+    sendJson(res, 404, {});
+  });
+}

@@ -1,28 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { RedisRegistryStore } from '../../src/registry/redis-registry-store.ts';
-import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
+import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
 import { registered, registryStoreContract } from './store-contract.ts';
 
-/** The store under test; closing it also deletes its keys. */
-class TestRedisRegistryStore extends RedisRegistryStore {
-  readonly #prefix: string;
-  constructor(prefix = randomPrefix()) {
-    super({ url: SHARED_REDIS_URL, prefix });
-    this.#prefix = prefix;
-  }
-  override async close(): Promise<void> {
-    await super.close();
-    await deletePrefix(SHARED_REDIS_URL, this.#prefix);
-  }
+/** The RedisRegistryStore under test on `prefix` (a fresh one by default); closing it also deletes its keys. */
+function testStore(prefix = randomPrefix()): RedisRegistryStore {
+  return deletingPrefixOnClose(new RedisRegistryStore({ url: SHARED_REDIS_URL, prefix }), prefix);
 }
 
-registryStoreContract('redis', () => new TestRedisRegistryStore());
+registryStoreContract('redis', () => testStore());
 
 describe('RedisRegistryStore', () => {
   it('shares services and paused marks between two replicas on one prefix', async () => {
     const prefix = randomPrefix();
     const one = new RedisRegistryStore({ url: SHARED_REDIS_URL, prefix });
-    const two = new TestRedisRegistryStore(prefix);
+    const two = testStore(prefix);
     await one.open();
     await two.open();
     try {

@@ -133,3 +133,13 @@ export class PrivateRedis {
     rmSync(this.#dir, { recursive: true, force: true });
   }
 }
+
+/** `store` whose `close()` also deletes every key under `prefix` on the Redis at `url` (tests leave nothing behind). */
+export function deletingPrefixOnClose<T extends { close(): Promise<void> }>(store: T, prefix: string, url = SHARED_REDIS_URL): T {
+  const close = store.close.bind(store);
+  store.close = async () => {
+    await close();
+    await deletePrefix(url, prefix);
+  };
+  return store;
+}

@@ -1,34 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeAll, gatewayYaml, getJson, startTestGateway } from '../../support/gateway.ts';
 import { readSse } from '../../support/sse.ts';
-import { authorizePayment, FAST_DISPATCH, post, protoBackend, scriptedBackend, sendJson } from '../../commands/support.ts';
+import { authorizePayment, FAST_DISPATCH, ownIdBackend, post, protoBackend } from '../../commands/support.ts';
 import { append, cloudEvent, openLive, openStream } from './support.ts';
 
 afterEach(closeAll);
 
-/**
- * A proto backend that answers every command 201 with its own id (`own-<command id>`) and then
- * publishes a terminal event correlated with that own id only.
- */
-async function ownIdBackend() {
-  const events: unknown[] = [];
-  return scriptedBackend((req, res) => {
-    const path = req.url.split('?')[0];
-    if (path === '/commands' && req.method === 'GET') return sendJson(res, 200, { commands: [{ schema: 'authorize-payment', version: '1.0' }] });
-    if (path === '/commands/authorize-payment/1.0') return sendJson(res, 200, { type: 'object' });
-    if (path === '/events') return sendJson(res, 200, { events });
-    if (path === '/commands' && req.method === 'POST') {
-      const own = `own-${JSON.parse(req.body).id}`;
-      events.push({ specversion: '1.0', id: `evt-${own}`, source: 'urn:odd', type: 'PaymentCompletedV1', datacontenttype: 'application/json', correlationid: own, time: new Date().toISOString(), data: {} });
-      return sendJson(res, 201, { id: own });
-    }
-    sendJson(res, 404, {});
-  });
-}
-
 describe('SSE streams follow correlation aliases', () => {
   it('a stream opened before the command matches the backend\'s own id learnt while it is open, and closes on its terminal event', async () => {
-    const backend = await ownIdBackend();
+    const backend = await ownIdBackend('PaymentCompletedV1');
     const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\nbackends:\n${protoBackend(backend.url, 'odd')}`));
     const command = authorizePayment();
     const live = await openLive(`${gw.url}events/stream?correlationId=${command.id}`);
@@ -40,7 +20,7 @@ describe('SSE streams follow correlation aliases', () => {
   });
 
   it('a stream opened later replays the aliased events from history (and GET /events finds them too)', async () => {
-    const backend = await ownIdBackend();
+    const backend = await ownIdBackend('PaymentCompletedV1');
     const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\nbackends:\n${protoBackend(backend.url, 'odd')}`));
     const [before] = await append(gw, [cloudEvent('UnrelatedV1')]);
     const command = authorizePayment();

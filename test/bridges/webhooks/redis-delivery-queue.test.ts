@@ -1,28 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery-queue.ts';
-import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { deliveryQueueContract, newDelivery } from './delivery-queue-contract.ts';
 
-/** The queue under test; closing it also deletes its keys. */
-class TestRedisDeliveryQueue extends RedisDeliveryQueue {
-  readonly #prefix: string;
-  constructor(prefix = randomPrefix()) {
-    super({ url: SHARED_REDIS_URL, prefix });
-    this.#prefix = prefix;
-  }
-  override async close(): Promise<void> {
-    await super.close();
-    await deletePrefix(SHARED_REDIS_URL, this.#prefix);
-  }
+/** The RedisDeliveryQueue under test on `prefix` (a fresh one by default); closing it also deletes its keys. */
+function testStore(prefix = randomPrefix()): RedisDeliveryQueue {
+  return deletingPrefixOnClose(new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix }), prefix);
 }
 
-deliveryQueueContract('redis', () => new TestRedisDeliveryQueue());
+deliveryQueueContract('redis', () => testStore());
 
 describe('RedisDeliveryQueue across replicas', () => {
   it('of two replicas beginning the same deliveries at once, exactly one gets each', async () => {
     const prefix = randomPrefix();
     const one = new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix });
-    const two = new TestRedisDeliveryQueue(prefix);
+    const two = testStore(prefix);
     await one.open();
     await two.open();
     try {

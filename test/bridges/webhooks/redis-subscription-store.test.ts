@@ -1,28 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { RedisSubscriptionStore } from '../../../src/bridges/webhooks/redis-subscription-store.ts';
-import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { subscription, subscriptionStoreContract } from './subscription-store-contract.ts';
 
-/** The store under test; closing it also deletes its keys. */
-class TestRedisSubscriptionStore extends RedisSubscriptionStore {
-  readonly #prefix: string;
-  constructor(prefix = randomPrefix()) {
-    super({ url: SHARED_REDIS_URL, prefix });
-    this.#prefix = prefix;
-  }
-  override async close(): Promise<void> {
-    await super.close();
-    await deletePrefix(SHARED_REDIS_URL, this.#prefix);
-  }
+/** The RedisSubscriptionStore under test on `prefix` (a fresh one by default); closing it also deletes its keys. */
+function testStore(prefix = randomPrefix()): RedisSubscriptionStore {
+  return deletingPrefixOnClose(new RedisSubscriptionStore({ url: SHARED_REDIS_URL, prefix }), prefix);
 }
 
-subscriptionStoreContract('redis', () => new TestRedisSubscriptionStore());
+subscriptionStoreContract('redis', () => testStore());
 
 describe('RedisSubscriptionStore', () => {
   it('shares subscriptions between two replicas on one prefix, and a disabled one leaves the fan-out list', async () => {
     const prefix = randomPrefix();
     const one = new RedisSubscriptionStore({ url: SHARED_REDIS_URL, prefix });
-    const two = new TestRedisSubscriptionStore(prefix);
+    const two = testStore(prefix);
     await one.open();
     await two.open();
     try {

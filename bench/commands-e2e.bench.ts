@@ -1,0 +1,184 @@
+/**
+ * The command path as users run it: the gateway in its own process (`bin/proto-gateway serve`),
+ * the backend in another (`bench/support/command-sink.ts`), the load from a third (autocannon,
+ * fresh command ids per request with `--idReplacement`). Baselines in the same run: the backend
+ * direct, a bare undici pass-through proxy in its own process, and nginx `proxy_pass` when `nginx`
+ * is installed (skipped with a note otherwise). For the gateway (memory and sqlite stores) it
+ * reports accepted/s and p50/p99 of `POST /commands`, and delivered/s: commands that reached the
+ * backend per second, counted at the backend. `--quick`: 3 s phases. Writes
+ * `bench/results/commands-e2e.json`.
+ *
+ * Run: `npx node bench/commands-e2e.bench.ts [--quick]` (BENCH_SECONDS, BENCH_CLIENTS override).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BenchReport, sized } from './support/report.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? sized(10, 3));
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32);
+const root = fileURLToPath(new URL('..', import.meta.url));
+const children: ChildProcess[] = [];
+
+const BODY = JSON.stringify({
+  specversion: '1.0', id: '[<id>]', source: 'urn:bench', type: 'AuthorizePayment', datacontenttype: 'application/json',
+  dataschema: 'authorize-payment/1.0', time: '2030-01-01T00:00:00Z', data: { orderId: 'ord-1', amount: 25 },
+});
+
+/** Spawns a process and resolves with the first JSON line it prints that has `url`. */
+function spawnWithUrl(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let pending = '';
+    const onData = (chunk: Buffer): void => {
+      pending += chunk.toString('utf8');
+      for (const line of pending.split('\n')) {
+        try {
+          const parsed = JSON.parse(line) as { url?: string };
+          if (parsed.url) {
+            child.stdout!.off('data', onData);
+            // Keep draining (the gateway logs every request) so the pipe never blocks it.
+            child.stdout!.resume();
+            return resolve({ url: parsed.url.replace(/\/$/, ''), child });
+          }
+        } catch {
+          // not a complete JSON line yet
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${command} exited (${code}) before listening`)));
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+interface Load {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  ok: number;
+  errors: number;
+}
+
+/** autocannon in its own process against `url`. */
+function load(url: string): Load {
+  const result = spawnSync(join(root, 'node_modules/.bin/autocannon'), ['-c', String(CLIENTS), '-d', String(SECONDS), '-m', 'POST', '-H', 'content-type=application/json', '-b', BODY, '-I', '-j', url], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const report = JSON.parse(result.stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; '2xx': number; non2xx: number; errors: number };
+  return { perSecond: report.requests.average, p50: report.latency.p50, p99: report.latency.p99, ok: report['2xx'], errors: report.non2xx + report.errors };
+}
+
+async function sinkStats(sink: string): Promise<{ count: number; firstMs: number; lastMs: number }> {
+  return (await fetch(`${sink}/__stats`)).json() as Promise<{ count: number; firstMs: number; lastMs: number }>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** nginx `proxy_pass` to `target` in its own process, or undefined when nginx is not installed. */
+async function startNginx(dir: string, target: string): Promise<{ url: string; child: ChildProcess } | undefined> {
+  if (spawnSync('sh', ['-c', 'command -v nginx']).status !== 0) return undefined;
+  const port = await freePort();
+  const conf = join(dir, 'nginx.conf');
+  writeFileSync(conf, `worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/nginx-error.log;
+events { worker_connections 4096; }
+http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
+  upstream backend { server ${new URL(target).host}; keepalive 64; }
+  server { listen 127.0.0.1:${port}; location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; } } }
+`);
+  const child = spawn('nginx', ['-c', conf, '-p', dir], { stdio: 'ignore' });
+  children.push(child);
+  for (let i = 0; i < 50; i++) {
+    if (await fetch(`http://127.0.0.1:${port}/__stats`).then(() => true, () => false)) return { url: `http://127.0.0.1:${port}`, child };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
+/** A gateway process on `driver` in front of the sink. */
+async function startGatewayProcess(dir: string, sink: string, driver: 'memory' | 'sqlite'): Promise<{ url: string; child: ChildProcess }> {
+  const file = join(dir, `gateway-${driver}.yaml`);
+  writeFileSync(file, `server: { host: 127.0.0.1, port: 0 }
+storage: { driver: ${driver}, path: ${join(dir, `gateway-${driver}.db`)} }
+commands: { dispatch: { timeout: 10s, concurrency: 64 } }
+backends:
+  - { id: payments, kind: proto, url: "${sink}", refresh: 1h, events: { follow: poll, interval: 1h } }
+`);
+  return spawnWithUrl(join(root, 'bin/proto-gateway'), ['serve', '--config', file]);
+}
+
+/** Waits until the sink has seen `expected` commands (or 30 s); delivered/s from the load's start. */
+async function delivered(sink: string, expected: number, startedMs: number): Promise<{ perSecond: number; count: number }> {
+  const deadline = Date.now() + 30_000;
+  let stats = await sinkStats(sink);
+  while (stats.count < expected && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    stats = await sinkStats(sink);
+  }
+  return { perSecond: stats.count / Math.max(0.001, (stats.lastMs - startedMs) / 1000), count: stats.count };
+}
+
+const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'pgw-bench-e2e-'));
+  const report = new BenchReport('commands-e2e');
+  try {
+    const sink = (await spawnWithUrl(process.execPath, [join(root, 'bench/support/command-sink.ts')])).url;
+    const proxy = (await spawnWithUrl(process.execPath, [join(root, 'bench/support/bare-proxy.ts')], { TARGET: sink })).url;
+    console.log(`node ${process.version}, ${CLIENTS} connections, ${SECONDS} s per phase, each process on its own (load: autocannon)\n`);
+    console.log('phase                               req/s     p50 ms   p99 ms');
+    const line = (label: string, r: Load) => console.log(`  ${label.padEnd(32)} ${fmt(r.perSecond).padStart(7)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}${r.errors ? `   (${r.errors} errors)` : ''}`);
+    const direct = load(`${sink}/commands`);
+    line('backend, direct', direct);
+    const bare = load(`${proxy}/commands`);
+    line('bare undici proxy (own process)', bare);
+    const nginx = await startNginx(dir, sink);
+    if (nginx) {
+      const viaNginx = load(`${nginx.url}/commands`);
+      line('nginx proxy_pass', viaNginx);
+      report.add({ name: 'nginx proxy_pass req/s vs bare proxy', unit: 'req/s', gateway: viaNginx.perSecond, baseline: bare.perSecond, baselineName: 'bare undici proxy', better: 'higher' });
+      await stop(nginx.child);
+    } else {
+      console.log('  nginx proxy_pass                 skipped: nginx is not installed (apt-get install nginx)');
+    }
+    for (const driver of ['memory', 'sqlite'] as const) {
+      const gw = await startGatewayProcess(dir, sink, driver);
+      await fetch(`${sink}/__reset`, { method: 'POST' });
+      const startedMs = Date.now();
+      const accepted = load(`${gw.url}/commands`);
+      line(`gateway (${driver}), accepted`, accepted);
+      const reached = await delivered(sink, accepted.ok, startedMs);
+      console.log(`  gateway (${driver}), delivered       ${fmt(reached.perSecond).padStart(7)}   (${fmt(reached.count)} of ${fmt(accepted.ok)} accepted reached the backend)`);
+      const figure = (name: string, gateway: number, baseline: number, better: 'higher' | 'lower', unit: string) =>
+        report.add({ name: `gateway ${driver}: ${name}`, unit, gateway, baseline, baselineName: 'bare undici proxy', better });
+      figure('accepted/s', accepted.perSecond, bare.perSecond, 'higher', 'req/s');
+      figure('delivered/s', reached.perSecond, bare.perSecond, 'higher', 'req/s');
+      figure('POST /commands p99', accepted.p99, bare.p99, 'lower', 'ms');
+      await stop(gw.child);
+    }
+    report.add({ name: 'bare proxy req/s vs backend direct', unit: 'req/s', gateway: bare.perSecond, baseline: direct.perSecond, baselineName: 'backend direct', better: 'higher' });
+    report.write({ clients: CLIENTS, seconds: SECONDS });
+  } finally {
+    await Promise.all(children.map(stop));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
