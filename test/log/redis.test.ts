@@ -1,26 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisEventLog } from '../../src/log/redis.ts';
 import type { StoredEvent } from '../../src/log/EventLog.ts';
-import { deletePrefix, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
+import { deletePrefix, deletingPrefixOnClose, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
 import { eventLogContract } from './contract.ts';
 import { cloudEvent } from './fixtures/cloud-event.ts';
 
-/** The log under test; closing it also deletes its keys. */
-class TestRedisEventLog extends RedisEventLog {
-  readonly #url: string;
-  readonly #prefix: string;
-  constructor(url: string, prefix = randomPrefix(), tailMaxLen?: number) {
-    super({ url, prefix, ...(tailMaxLen !== undefined && { tailMaxLen }) });
-    this.#url = url;
-    this.#prefix = prefix;
-  }
-  override async close(): Promise<void> {
-    await super.close();
-    await deletePrefix(this.#url, this.#prefix);
-  }
+/** A log under a fresh prefix on the Redis at `url`; closing it also deletes its keys. */
+function testLog(url: string): RedisEventLog {
+  const prefix = randomPrefix();
+  return deletingPrefixOnClose(new RedisEventLog({ url, prefix }), prefix, url);
 }
 
-eventLogContract('redis', () => new TestRedisEventLog(SHARED_REDIS_URL));
+eventLogContract('redis', () => testLog(SHARED_REDIS_URL));
 
 describe('on a Redis with appendonly yes, appendfsync always', () => {
   let server: PrivateRedis;
@@ -30,7 +21,7 @@ describe('on a Redis with appendonly yes, appendfsync always', () => {
   afterAll(async () => {
     await server?.dispose();
   });
-  eventLogContract('redis (appendfsync always)', () => new TestRedisEventLog(server.url));
+  eventLogContract('redis (appendfsync always)', () => testLog(server.url));
 });
 
 /** Resolves once `check` holds, polling. */
