@@ -12,15 +12,20 @@ afterEach(closeAll);
 
 /** Spawns `proto-gateway serve` on the shared Redis under `prefix` with `backends` (YAML lines); resolves with its base URL once ready. */
 async function replica(prefix: string, backends: string): Promise<string> {
+  return (await replicaProcess(prefix, backends)).base;
+}
+
+/** `replica`, with the process. */
+async function replicaProcess(prefix: string, backends: string) {
   const port = await freePort();
   const file = join(tempDir(), 'gateway.yaml');
   writeFileSync(file, `server: { host: 127.0.0.1, port: ${port} }
 storage: { driver: redis, url: "${SHARED_REDIS_URL}", prefix: "${prefix}" }
 ${backends ? `backends:\n${backends}` : ''}`);
-  spawnGateway(file);
+  const gateway = spawnGateway(file);
   const base = `http://127.0.0.1:${port}/`;
   await eventually(async () => (await fetch(`${base}readyz`)).status === 200, 60_000, 100);
-  return base;
+  return { base, process: gateway };
 }
 
 describe('two gateway processes on one Redis prefix', () => {
@@ -61,4 +66,39 @@ describe('two gateway processes on one Redis prefix', () => {
     await eventually(() => backend.received.some((r) => r.headers['x-request-id'] === later.id), 30_000);
     expect(deliveries()).toBe(1);
   }, 120_000);
+});
+
+/** This replica's `proto_gateway_ingest_lease_held` for `backend` (undefined when absent). */
+async function leaseHeld(base: string, backend: string): Promise<number | undefined> {
+  const text = await (await fetch(`${base}metrics`, { headers: { 'x-api-key': 'ops-key' } })).text();
+  const line = text.split('\n').find((l) => l.startsWith(`proto_gateway_ingest_lease_held{backend="${backend}"}`));
+  return line === undefined ? undefined : Number(line.split(' ').at(-1));
+}
+
+describe('ingestion leases across gateway processes', () => {
+  it('one replica follows a backend; after kill -9 of it the other takes over, nothing lost or doubled', async () => {
+    const prefix = randomPrefix();
+    track({ close: () => deletePrefix(SHARED_REDIS_URL, prefix) });
+    const payments = track(await startPaymentsService({ port: 0, keepaliveMs: 100 }));
+    const follows = `  - id: payments\n    kind: proto\n    url: "${payments.url}"\n    events: { follow: poll, interval: 100ms }\n`;
+    const started = await Promise.all([replicaProcess(prefix, follows), replicaProcess(prefix, follows)]);
+    const held: Array<number | undefined> = await eventually(async () => {
+      const states = await Promise.all(started.map((r) => leaseHeld(r.base, 'payments')));
+      return states.filter((s) => s === 1).length === 1 && states.filter((s) => s === 0).length === 1 ? states : undefined;
+    }, 30_000, 100);
+    const holder = started[held.indexOf(1)];
+    const other = started[held.indexOf(0)];
+    const before = payments.emit('PaymentRefundedV1', { orderId: 'o-1' });
+    await eventually(async () => (await (await fetch(`${other.base}events?type=PaymentRefundedV1`)).json()).events.length === 1, 30_000, 100);
+
+    holder.process.signal('SIGKILL');
+    await holder.process.exited;
+    const after = payments.emit('PaymentRefundedV1', { orderId: 'o-2' });
+    await eventually(async () => (await leaseHeld(other.base, 'payments')) === 1, 60_000, 200);
+    const events: Array<{ id: string }> = await eventually(async () => {
+      const page = (await (await fetch(`${other.base}events?type=PaymentRefundedV1`)).json()).events as Array<{ id: string }>;
+      return page.length >= 2 ? page : undefined;
+    }, 60_000, 200);
+    expect(events.map((e) => e.id)).toEqual([before.id, after.id]);
+  }, 180_000);
 });
