@@ -36,7 +36,7 @@ import { sseMetrics } from './metrics/sse.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { LiveTail } from './bridges/live-tail/live-tail.ts';
 import { GATEWAY_VERSION } from './version.ts';
-import { createCommandPath } from './command-path.ts';
+import { createCommandPath, type CommandPath } from './command-path.ts';
 import { SsrfGuard, type Resolver } from './bridges/webhooks/ssrf-guard.ts';
 import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
 import { fanOutReader } from './bridges/webhooks/fan-out.ts';
@@ -49,6 +49,9 @@ import { openRegistryStore } from './registry/open-registry-store.ts';
 import { RedisReadiness } from './storage/redis-readiness.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
 import { Lifecycle } from './lifecycle.ts';
+import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
+import { openTaskStore } from './bridges/a2a/open-task-store.ts';
+import { a2aMetrics } from './metrics/a2a.ts';
 
 export type { Component } from './lifecycle.ts';
 
@@ -214,6 +217,7 @@ async function assemble(input: AssembleInput) {
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
   const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
+  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks }) : undefined;
   grpc = config.grpc && life.add(new GrpcBridge({
     config: config.grpc,
     authenticate: createAuthenticator(config.auth),
@@ -252,6 +256,7 @@ async function assemble(input: AssembleInput) {
     ...commands.routes,
     ...queries.routes,
     ...serviceRoutes(services),
+    ...(a2a?.routes ?? []),
     // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({
       backends,
@@ -262,6 +267,24 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes, grpc };
+}
+
+/** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */
+async function a2aFront(input: {
+  config: GatewayConfig; publicUrl: string; commands: CommandPath; tail: LiveTail; registry: Registry; logger: Logger; life: Lifecycle;
+  webhooks: WebhookBridge;
+}) {
+  const { config, commands, life } = input;
+  const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
+  life.add({ close: () => taskStore.close() });
+  const bridge = a2aBridge({
+    config, publicUrl: input.publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail: input.tail,
+    taskStore, metrics: a2aMetrics(input.registry), logger: input.logger.child({ component: 'a2a' }),
+    post: (url, headers, body, signal) => input.webhooks.client.post(url, headers, body, signal),
+  });
+  life.add(bridge.executor);
+  life.add(bridge.pushSender);
+  return bridge;
 }
 
 /** Why the gateway is not ready (the `pending` of a 503 from `/readyz`): empty once it is. */

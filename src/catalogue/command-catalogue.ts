@@ -104,6 +104,11 @@ export class CommandCatalogue {
     return this.#byType.get(type);
   }
 
+  /** Every entry (the A2A agent card's skills). */
+  entries(): CommandEntry[] {
+    return [...this.#byType.values()];
+  }
+
   /** `GET /commands` (of one backend when `backendId` is given). */
   list(backendId?: string): CommandListItem[] {
     const items: CommandListItem[] = [];

@@ -166,8 +166,19 @@ function grpc(raw: RawMap): NonNullable<GatewayConfig['grpc']> {
   return config;
 }
 
+/** The agent card's description when `a2a.description` is absent. */
+const DEFAULT_AGENT_DESCRIPTION = 'Sends commands to the services behind this gateway and reports the events they produce as task artifacts.';
+
 function a2a(raw: RawMap): GatewayConfig['a2a'] {
-  return { enabled: flag(raw.enabled, true), settleMs: ms(raw.settle, '2s'), timeoutMs: ms(raw.timeout, '60s') };
+  return {
+    enabled: flag(raw.enabled, true),
+    settleMs: ms(raw.settle, '2s'),
+    timeoutMs: ms(raw.timeout, '60s'),
+    name: typeof raw.name === 'string' ? raw.name : 'proto-gateway',
+    description: typeof raw.description === 'string' ? raw.description : DEFAULT_AGENT_DESCRIPTION,
+    maxTasks: num(raw.maxTasks, 10_000),
+    taskTtlMs: ms(raw.taskTtl, '24h'),
+  };
 }
 
 function mcp(raw: RawMap): GatewayConfig['mcp'] {

@@ -18,7 +18,19 @@ export interface GatewayConfig {
   registry: { allowNetworks: string[] };
   /** Absent = gRPC off. */
   grpc?: { host: string; port: number; publicEndpoint?: string };
-  a2a: { enabled: boolean; settleMs: number; timeoutMs: number };
+  a2a: {
+    enabled: boolean;
+    settleMs: number;
+    timeoutMs: number;
+    /** The agent card's name; default `proto-gateway`. */
+    name: string;
+    /** The agent card's description. */
+    description: string;
+    /** Tasks kept at most (oldest dropped first); default 10000. */
+    maxTasks: number;
+    /** A task is forgotten this long after its last update, in ms; default 24h. */
+    taskTtlMs: number;
+  };
   mcp: { enabled: boolean; maxSessions: number; idleTimeoutMs: number };
   backends: BackendConfig[];
 }

@@ -90,7 +90,7 @@ export function gatewayCapabilitySpecs(_config: GatewayConfig): CapabilitySpec[]
 /**
  * The gateway's transports besides HTTP, as its service entry advertises them (PROTOCOL.md 2.4):
  * `grpc` when the `grpc` section is present (`publicEndpoint`, default `host:port`, and the served
- * `.proto`); `grpcPort` is the port bound when the configured one is 0.
+ * `.proto`), and `a2a` (the agent card URL) when `a2a.enabled`; `grpcPort` is the port bound when the configured one is 0.
  */
 export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpcPort?: number): Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> {
   const transports: Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> = {};
@@ -98,5 +98,7 @@ export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpc
     const endpoint = config.grpc.publicEndpoint ?? `${config.grpc.host}:${grpcPort || config.grpc.port}`;
     transports.grpc = { endpoint, proto: `${publicUrl}proto/gateway.proto` };
   }
+  // The A2A agent card (PROTOCOL.md 2.2, 2.4); never a flag in the events capability's push block.
+  if (config.a2a.enabled) transports.a2a = { agent_card_url: `${publicUrl}.well-known/agent-card.json` };
   return transports;
 }

@@ -125,6 +125,11 @@ export class WebhookBridge {
     this.#purgeTimer.unref();
   }
 
+  /** The SSRF-guarded, address-pinned HTTP client of deliveries (A2A push notifications post through it too). */
+  get client(): DeliveryClient {
+    return this.#client;
+  }
+
   /** Resolves once the fan-out has read the log up to its head (tests and benchmarks). */
   settled(): Promise<void> {
     return this.#fanOut.settled();

@@ -1,0 +1,134 @@
+/**
+ * The A2A bridge (A2A protocol 1.0 via `@a2a-js/sdk`): the agent card at
+ * `GET /.well-known/agent-card.json` (public) and the JSON-RPC endpoint at `POST /a2a` on the
+ * gateway's own HTTP server, streaming answers SSE-framed. The SDK's `DefaultRequestHandler` runs
+ * the A2A methods (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask,
+ * SubscribeToTask) over the command executor and a bounded, expiring task store.
+ */
+import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
+import { DefaultRequestHandler, InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
+import type { Logger } from 'pino';
+import type { CommandCatalogue, CommandEntry } from '../../catalogue/command-catalogue.ts';
+import type { CommandIngestion } from '../../commands/ingestion.ts';
+import type { BackendConfig, GatewayConfig } from '../../config/types.ts';
+import type { Reply, RequestContext, Route } from '../../http/route.ts';
+import type { AliasSource } from '../live-tail/aliases.ts';
+import type { LiveTail } from '../live-tail/live-tail.ts';
+import { A2A_ENDPOINT_PATH, agentCardJson, buildAgentCard } from './agent-card.ts';
+import { CommandExecutor, type ExecutableCommand } from './command-executor.ts';
+import { GuardedPushSender } from './push-sender.ts';
+import type { DeliveryResponse } from '../webhooks/delivery-client.ts';
+import type { A2aMetrics } from '../../metrics/a2a.ts';
+import { GatewayUser } from './gateway-user.ts';
+
+/** What the A2A bridge is built from. */
+export interface A2aBridgeOptions {
+  config: Pick<GatewayConfig, 'a2a' | 'auth' | 'backends' | 'webhooks'>;
+  publicUrl: string;
+  catalogue: CommandCatalogue;
+  ingestion: CommandIngestion;
+  aliases: AliasSource;
+  tail: LiveTail;
+  taskStore: TaskStore;
+  metrics: A2aMetrics;
+  /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
+  post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
+  logger: Logger;
+}
+
+/** The bridge, built: its routes and its executor (a component: `drain()` ends waiting tasks). */
+export interface A2aBridge {
+  routes: Route[];
+  executor: CommandExecutor;
+  /** Delivers push notifications (a component: `close()` stops retries). */
+  pushSender: GuardedPushSender;
+  /** The agent card's public URL (the manifest's `a2a.agent_card_url`). */
+  agentCardUrl: string;
+}
+
+/** Server-sent events framing of JSON-RPC stream answers (A2A 1.0, JSON-RPC binding). */
+const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' };
+
+/** Builds the A2A bridge. */
+export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
+  const { config, publicUrl, catalogue } = options;
+  const commands = (): CommandEntry[] => catalogue.entries();
+  const card = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands() });
+  const executor = new CommandExecutor({
+    commandOf: (type) => executable(catalogue.byType(type), config.backends),
+    commands,
+    submit: async (principal, envelope) => {
+      await options.ingestion.submit({ principal, readBody: async () => envelope });
+    },
+    tail: options.tail,
+    aliases: options.aliases,
+    settleMs: config.a2a.settleMs,
+    timeoutMs: config.a2a.timeoutMs,
+    metrics: options.metrics,
+    logger: options.logger,
+  });
+  const pushStore = new InMemoryPushNotificationStore();
+  const pushSender = new GuardedPushSender({
+    store: pushStore,
+    post: options.post,
+    retryScheduleMs: config.webhooks.retry.scheduleMs,
+    onOutcome: (outcome) => options.metrics.push(outcome),
+    logger: options.logger,
+  });
+  const handler = new DefaultRequestHandler(card(), options.taskStore, executor, undefined, pushStore, pushSender);
+  // The card's skills follow the catalogue: the handler asks for the card on every call.
+  handler.getAgentCard = async () => card();
+  const transport = new JsonRpcTransportHandler(handler);
+  const routes: Route[] = [
+    { method: 'GET', path: `/${AGENT_CARD_PATH}`, public: true, handle: () => ({ status: 200, body: agentCardJson(card()) }) },
+    { method: 'POST', path: `/${A2A_ENDPOINT_PATH}`, scope: 'read', handle: (ctx) => answer(ctx, transport, handler) },
+  ];
+  return { routes, executor, pushSender, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
+}
+
+/** Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. */
+async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: DefaultRequestHandler): Promise<Reply | undefined> {
+  const body = await ctx.json();
+  const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
+  const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
+  const id = typeof body === 'object' && body !== null && 'id' in body ? (body as { id: unknown }).id : null;
+  try {
+    validateVersion(context.requestedVersion, await handler.getAgentCard(), 'JSONRPC');
+  } catch (err) {
+    return { status: 200, body: { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
+  }
+  const result = await transport.handle(body as Record<string, unknown>, context);
+  if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
+  await writeStream(ctx, result, id);
+  return undefined;
+}
+
+/** Writes each answer of a stream as one SSE `data:` frame; an error ends it with an `error` event. */
+async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>, id: unknown): Promise<void> {
+  const { res } = ctx;
+  res.writeHead(200, SSE_HEADERS);
+  try {
+    for await (const item of stream) {
+      if (res.destroyed) continue; // the client left: the task still runs to its end (bounded by a2a.timeout)
+      res.write(`data: ${JSON.stringify(item)}\n\n`);
+    }
+  } catch (err) {
+    ctx.log.warn({ err }, 'a2a stream failed');
+    if (!res.destroyed) res.write(`event: error\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) })}\n\n`);
+  } finally {
+    res.end();
+  }
+}
+
+function headerOf(ctx: RequestContext, name: string): string | undefined {
+  const value = ctx.req.headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A catalogue entry with what ends its task: `produces`, and for legacy commands the configured result types. */
+function executable(entry: CommandEntry | undefined, backends: readonly BackendConfig[]): ExecutableCommand | undefined {
+  if (entry === undefined) return undefined;
+  const backend = backends.find((b) => b.id === entry.backend);
+  const legacy = backend?.kind === 'legacy' ? backend.commands.find((c) => c.type === entry.type) : undefined;
+  return { ...entry, successType: legacy?.events.success?.type, failureType: legacy?.events.failure?.type };
+}

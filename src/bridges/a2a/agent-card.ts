@@ -1,0 +1,77 @@
+/**
+ * The gateway's A2A agent card (A2A 1.0, served at `/.well-known/agent-card.json`): its name and
+ * description from `a2a`, one JSON-RPC interface at `{publicUrl}a2a`, streaming and push notifications on, the security
+ * schemes of `auth`, and one skill per command type of the catalogue.
+ */
+import { A2A_PROTOCOL_VERSION, AgentCard, type AgentSkill, type SecurityScheme } from '@a2a-js/sdk';
+import type { AuthConfig, GatewayConfig } from '../../config/types.ts';
+import { GATEWAY_VERSION } from '../../version.ts';
+
+/** One command type as a skill: what the card needs to know of a catalogue entry. */
+export interface SkillSource {
+  type: string;
+  schema: string;
+  version: string;
+  description?: string;
+  backend: string;
+}
+
+/** What the card is built from. */
+export interface AgentCardInput {
+  a2a: GatewayConfig['a2a'];
+  auth: AuthConfig;
+  publicUrl: string;
+  commands: readonly SkillSource[];
+}
+
+/** The path of the JSON-RPC endpoint under `publicUrl`. */
+export const A2A_ENDPOINT_PATH = 'a2a';
+
+/** The agent card (SDK shape); skills follow the catalogue as it is now. */
+export function buildAgentCard(input: AgentCardInput): AgentCard {
+  const schemes = securitySchemes(input.auth);
+  return {
+    name: input.a2a.name,
+    description: input.a2a.description,
+    version: GATEWAY_VERSION,
+    supportedInterfaces: [{ url: `${input.publicUrl}${A2A_ENDPOINT_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION, tenant: '' }],
+    capabilities: { streaming: true, pushNotifications: true, extensions: [] },
+    securitySchemes: schemes,
+    securityRequirements: Object.keys(schemes).map((name) => ({ schemes: { [name]: { list: [] } } })),
+    defaultInputModes: ['application/json'],
+    defaultOutputModes: ['application/json'],
+    skills: input.commands.map(skillOf),
+    provider: undefined,
+    signatures: [],
+  };
+}
+
+/** The card as JSON on the wire (the SDK client reads it with `AgentCard.fromJSON`). */
+export function agentCardJson(card: AgentCard): unknown {
+  return AgentCard.toJSON(card);
+}
+
+function skillOf(command: SkillSource): AgentSkill {
+  const example = { type: command.type, data: {} };
+  return {
+    id: command.schema,
+    name: command.type,
+    description: command.description ?? `Send the ${command.type} command (${command.schema} ${command.version}) to ${command.backend}.`,
+    tags: [command.backend, 'command'],
+    examples: [`Send a message with one data part: ${JSON.stringify(example)}`],
+    inputModes: ['application/json'],
+    outputModes: ['application/json'],
+    securityRequirements: [],
+  };
+}
+
+/** The schemes of `auth` (none: no scheme). */
+function securitySchemes(auth: AuthConfig): Record<string, SecurityScheme> {
+  if (auth.type === 'bearer') {
+    return { bearer: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'API key as a bearer token', scheme: 'Bearer', bearerFormat: '' } } } };
+  }
+  if (auth.type === 'apiKey') {
+    return { apiKey: { scheme: { $case: 'apiKeySecurityScheme', value: { description: 'API key', location: 'header', name: auth.header } } } };
+  }
+  return {};
+}

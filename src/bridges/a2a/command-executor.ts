@@ -1,0 +1,305 @@
+/**
+ * The A2A agent executor: a user message whose data part is `{ type, data, source? }` becomes a
+ * command through the same pipeline as `POST /commands` (principal = the authenticated caller);
+ * every event correlated with it becomes an artifact of the task (name = event type, one data
+ * part = the event envelope) until an event decides the outcome (`command-outcome.ts`), no further
+ * event came within `a2a.settle`, `a2a.timeout` passed, or the caller cancelled.
+ */
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
+import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+import type { Logger } from 'pino';
+import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
+import type { LiveTail } from '../live-tail/live-tail.ts';
+import { openTailStream, type TailStream } from '../live-tail/tail-stream.ts';
+import { ProtoError } from '../../errors.ts';
+import type { CloudEvent } from '../../log/EventLog.ts';
+import { commandOutcome, type OutcomeRules } from './command-outcome.ts';
+import type { SkillSource } from './agent-card.ts';
+import type { GatewayUser } from './gateway-user.ts';
+
+/** A command type the executor can send, with what ends its task. */
+export interface ExecutableCommand extends SkillSource, OutcomeRules {}
+
+/** Counts of what the executor did. */
+export interface A2aExecutorMetrics {
+  /** A task reached its final state. */
+  finished(state: 'completed' | 'failed' | 'rejected' | 'canceled'): void;
+  /** An event was sent as an artifact. */
+  artifact(): void;
+}
+
+/** What the executor needs. */
+export interface CommandExecutorOptions {
+  /** The command type, or undefined when it is not in the catalogue. */
+  commandOf(type: string): ExecutableCommand | undefined;
+  /** Every command type (the reply to a message without a data part). */
+  commands(): readonly SkillSource[];
+  /** Submits a command envelope (the ingestion pipeline); throws catalogue `ProtoError`s. */
+  submit(principal: string, envelope: Record<string, unknown>): Promise<void>;
+  tail: LiveTail;
+  aliases: AliasSource;
+  /** `a2a.settle`, in ms. */
+  settleMs: number;
+  /** `a2a.timeout`, in ms. */
+  timeoutMs: number;
+  metrics: A2aExecutorMetrics;
+  logger: Logger;
+}
+
+/** The command a message carries: its data part, or undefined when it has none. */
+interface CommandRequest {
+  type?: unknown;
+  data?: unknown;
+  source?: unknown;
+}
+
+/** The abort reason of a shutdown (a cancel has none). */
+const SHUTDOWN = 'shutdown';
+
+/** Why waiting for events stopped. */
+type Ending = { state: TaskState; text: string };
+
+/** Sends commands and reports their events; `close()` ends every waiting task (idempotent). */
+export class CommandExecutor implements AgentExecutor {
+  readonly #options: CommandExecutorOptions;
+  /** The running tasks' cancel switches, by task id. */
+  readonly #running = new Map<string, AbortController>();
+
+  constructor(options: CommandExecutorOptions) {
+    this.#options = options;
+  }
+
+  execute = async (request: RequestContext, bus: ExecutionEventBus): Promise<void> => {
+    const message = request.userMessage;
+    const command = commandPart(message);
+    if (command === undefined) {
+      bus.publish(AgentEvent.message(agentMessage(request, this.#skillsText())));
+      bus.finished();
+      return;
+    }
+    const task = new TaskReporter(request, bus, this.#options.metrics);
+    task.start(message);
+    const cancel = new AbortController();
+    this.#running.set(request.taskId, cancel);
+    try {
+      const user = request.context.user as GatewayUser | undefined;
+      const ending = await this.#run(command, user, task, cancel.signal);
+      task.end(ending);
+      this.#options.logger.debug({ taskId: request.taskId, state: TaskState[ending.state], principal: user?.userName }, 'a2a task ended');
+    } finally {
+      this.#running.delete(request.taskId);
+      bus.finished();
+    }
+  };
+
+  cancelTask = async (taskId: string): Promise<void> => {
+    // Stops waiting; the command itself is not recalled (issue #13).
+    this.#running.get(taskId)?.abort();
+  };
+
+  /** Ends every task still waiting (shutdown begins: their streams end before the HTTP drain). Idempotent. */
+  drain(): void {
+    for (const cancel of this.#running.values()) cancel.abort(SHUTDOWN);
+  }
+
+  /** Same as `drain()`. */
+  close(): void {
+    this.drain();
+  }
+
+  /** Checks, submits and follows one command; resolves with how the task ends. */
+  async #run(command: CommandRequest, user: GatewayUser | undefined, task: TaskReporter, signal: AbortSignal): Promise<Ending> {
+    const refusal = this.#refusal(command, user);
+    if (refusal) return refused(refusal);
+    const entry = this.#options.commandOf(command.type as string) as ExecutableCommand;
+    const id = randomUUID();
+    // Opened before the command is submitted, so no correlated event can slip past.
+    const { filter, aliasesFor } = await followAliases({ correlationId: id }, this.#options.aliases);
+    const stream = openTailStream(this.#options.tail, { filter, aliasesFor, closeOnTerminal: false });
+    try {
+      await this.#options.submit(user?.userName ?? 'anonymous', envelopeOf(id, entry, command));
+    } catch (err) {
+      stream.close();
+      return refused(err);
+    }
+    task.working(id);
+    try {
+      return await this.#follow(stream, entry, task, signal);
+    } finally {
+      stream.close();
+    }
+  }
+
+  /** A refusal that needs no pipeline: no command type, no `write` scope, or an unknown type. */
+  #refusal(command: CommandRequest, user: GatewayUser | undefined): ProtoError | undefined {
+    if (typeof command.type !== 'string' || command.type.length === 0) {
+      return new ProtoError('INVALID_ENVELOPE', 'the data part needs a "type" (a command type) and a "data" object', { attribute: 'type' });
+    }
+    if (user !== undefined && !user.scopes.has('write')) return new ProtoError('FORBIDDEN', 'sending a command needs the write scope');
+    if (this.#options.commandOf(command.type) === undefined) {
+      return new ProtoError('UNKNOWN_COMMAND_TYPE', `no command type ${command.type}; the agent card lists the skills`);
+    }
+    return undefined;
+  }
+
+  /** Publishes every correlated event as an artifact until one decides, the settle or timeout passes, or a cancel. */
+  async #follow(stream: TailStream, entry: ExecutableCommand, task: TaskReporter, signal: AbortSignal): Promise<Ending> {
+    const events = stream[Symbol.asyncIterator]();
+    const deadline = Date.now() + this.#options.timeoutMs;
+    let settleAt: number | undefined;
+    let seen = 0;
+    for (;;) {
+      const waitMs = Math.min(deadline, settleAt ?? deadline) - Date.now();
+      const next = await nextWithin(events, waitMs, signal);
+      if (next === 'aborted' && signal.reason === SHUTDOWN) return { state: TaskState.TASK_STATE_FAILED, text: 'the gateway is shutting down; the command was accepted, its events stay in the log' };
+      if (next === 'aborted') return { state: TaskState.TASK_STATE_CANCELED, text: 'stopped waiting for events (the command is not recalled)' };
+      if (next === 'timeout') {
+        if (seen > 0) return { state: TaskState.TASK_STATE_COMPLETED, text: `no further event came (${seen} event(s) received)` };
+        return { state: TaskState.TASK_STATE_FAILED, text: `no event came within ${this.#options.timeoutMs} ms` };
+      }
+      if (next.done) return { state: TaskState.TASK_STATE_FAILED, text: `the event stream ended (${await stream.ended})` };
+      const event = next.value;
+      seen += 1;
+      task.artifact(event);
+      const outcome = commandOutcome(event.type, entry);
+      if (outcome === 'failed') return { state: TaskState.TASK_STATE_FAILED, text: `${event.type}: the command failed` };
+      if (outcome === 'completed') return { state: TaskState.TASK_STATE_COMPLETED, text: `${event.type}: the command completed` };
+      settleAt = Date.now() + this.#options.settleMs;
+    }
+  }
+
+  #skillsText(): string {
+    const lines = this.#options.commands().map((c) => `- ${c.type} (${c.schema} ${c.version}, ${c.backend})${c.description ? `: ${c.description}` : ''}`);
+    return [
+      'Send a message with one data part {"type": "<CommandType>", "data": {...}, "source"?: "..."}.',
+      'The task reports every event the command produces as an artifact. Command types:',
+      ...lines,
+    ].join('\n');
+  }
+}
+
+/** The next event, or `timeout` after `waitMs`, or `aborted` when `signal` fires. */
+async function nextWithin(events: AsyncIterator<CloudEvent>, waitMs: number, signal: AbortSignal): Promise<IteratorResult<CloudEvent> | 'timeout' | 'aborted'> {
+  if (signal.aborted) return 'aborted';
+  if (waitMs <= 0) return 'timeout';
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), waitMs); });
+  const aborted = new Promise<'aborted'>((resolve) => {
+    onAbort = () => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([events.next(), timeout, aborted]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** The command envelope of a data part (the same shape `POST /commands` accepts). */
+function envelopeOf(id: string, entry: ExecutableCommand, command: CommandRequest): Record<string, unknown> {
+  return {
+    specversion: '1.0',
+    id,
+    source: typeof command.source === 'string' && command.source.length > 0 ? command.source : 'urn:proto-gateway:a2a',
+    type: entry.type,
+    datacontenttype: 'application/json',
+    dataschema: `${entry.schema}/${entry.version}`,
+    time: new Date().toISOString(),
+    data: command.data,
+  };
+}
+
+/** The ending of a refused submission: its code and message (4xx: rejected; otherwise failed). */
+function refused(err: unknown): Ending {
+  if (!(err instanceof ProtoError)) throw err;
+  const state = err.status < 500 ? TaskState.TASK_STATE_REJECTED : TaskState.TASK_STATE_FAILED;
+  return { state, text: `${err.code}: ${err.message}` };
+}
+
+/** The first data part of `message`, or undefined. */
+function commandPart(message: Message): CommandRequest | undefined {
+  for (const part of message.parts) {
+    if (part.content?.$case !== 'data') continue;
+    const value: unknown = part.content.value;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as CommandRequest) : {};
+  }
+  return undefined;
+}
+
+/** A data part holding `value`. */
+export function dataPart(value: unknown): Part {
+  return { content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' };
+}
+
+function textPart(text: string): Part {
+  return { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+}
+
+function agentMessage(request: { taskId: string; contextId: string }, text: string, taskId = ''): Message {
+  return {
+    messageId: randomUUID(), contextId: request.contextId, taskId, role: Role.ROLE_AGENT,
+    parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [],
+  };
+}
+
+/** Publishes one task's lifecycle on its bus. */
+class TaskReporter {
+  readonly #request: RequestContext;
+  readonly #bus: ExecutionEventBus;
+  readonly #metrics: A2aExecutorMetrics;
+  #commandId: string | undefined;
+
+  constructor(request: RequestContext, bus: ExecutionEventBus, metrics: A2aExecutorMetrics) {
+    this.#request = request;
+    this.#bus = bus;
+    this.#metrics = metrics;
+  }
+
+  start(message: Message): void {
+    const { taskId, contextId } = this.#request;
+    this.#bus.publish(AgentEvent.task({
+      id: taskId, contextId, status: this.#status(TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [message], metadata: undefined,
+    }));
+  }
+
+  /** The command entered the outbox: the task works, and names the command id (the correlation id). */
+  working(commandId: string): void {
+    this.#commandId = commandId;
+    this.#update(TaskState.TASK_STATE_WORKING);
+  }
+
+  artifact(event: CloudEvent): void {
+    const { taskId, contextId } = this.#request;
+    this.#bus.publish(AgentEvent.artifactUpdate({
+      taskId, contextId, append: false, lastChunk: true, metadata: undefined,
+      artifact: { artifactId: event.id, name: event.type, description: '', parts: [dataPart(event)], metadata: undefined, extensions: [] },
+    }));
+    this.#metrics.artifact();
+  }
+
+  end(ending: Ending): void {
+    this.#update(ending.state, ending.text);
+    this.#metrics.finished(finalName(ending.state));
+  }
+
+  #update(state: TaskState, text?: string): void {
+    const { taskId, contextId } = this.#request;
+    const metadata = this.#commandId === undefined ? undefined : { commandId: this.#commandId };
+    this.#bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: this.#status(state, text), metadata }));
+  }
+
+  #status(state: TaskState, text?: string) {
+    const message = text === undefined ? undefined : agentMessage(this.#request, text, this.#request.taskId);
+    return { state, message, timestamp: new Date().toISOString() };
+  }
+}
+
+function finalName(state: TaskState): 'completed' | 'failed' | 'rejected' | 'canceled' {
+  if (state === TaskState.TASK_STATE_COMPLETED) return 'completed';
+  if (state === TaskState.TASK_STATE_REJECTED) return 'rejected';
+  if (state === TaskState.TASK_STATE_CANCELED) return 'canceled';
+  return 'failed';
+}

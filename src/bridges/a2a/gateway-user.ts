@@ -1,0 +1,30 @@
+/**
+ * The authenticated gateway principal as the A2A SDK's `User`: tasks are scoped to its id, and
+ * the executor checks its scopes.
+ */
+import type { User } from '@a2a-js/sdk/server';
+import type { Scope } from '../../config/types.ts';
+import type { Principal } from '../../http/route.ts';
+
+/** A principal seen by the A2A SDK. */
+export class GatewayUser implements User {
+  readonly #principal: Principal;
+
+  constructor(principal: Principal) {
+    this.#principal = principal;
+  }
+
+  get isAuthenticated(): boolean {
+    return true;
+  }
+
+  /** The principal's id (the owner of its tasks). */
+  get userName(): string {
+    return this.#principal.id;
+  }
+
+  /** The principal's scopes. */
+  get scopes(): ReadonlySet<Scope> {
+    return this.#principal.scopes;
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Metrics of the A2A bridge: `proto_gateway_a2a_tasks_total{state}` (tasks by final state:
+ * completed, failed, rejected, canceled) and `proto_gateway_a2a_artifacts_total` (events sent as
+ * task artifacts) and `proto_gateway_a2a_push_notifications_total{outcome}` (push notifications:
+ * delivered, failed, dropped). Registered once per registry at boot and passed into the bridge.
+ */
+import { Counter, type Registry } from 'prom-client';
+import type { A2aExecutorMetrics } from '../bridges/a2a/command-executor.ts';
+
+/** The A2A bridge's metrics. */
+export interface A2aMetrics extends A2aExecutorMetrics {
+  /** A push notification was delivered, failed (retries exhausted) or dropped (queue full). */
+  push(outcome: 'delivered' | 'failed' | 'dropped'): void;
+}
+
+/** Registers the A2A metrics in `registry` (once per registry). */
+export function a2aMetrics(registry: Registry): A2aMetrics {
+  const tasks = new Counter({
+    name: 'proto_gateway_a2a_tasks_total',
+    help: 'A2A tasks by final state (completed, failed, rejected, canceled).',
+    labelNames: ['state'],
+    registers: [registry],
+  });
+  const artifacts = new Counter({
+    name: 'proto_gateway_a2a_artifacts_total',
+    help: 'Events sent to A2A tasks as artifacts.',
+    registers: [registry],
+  });
+  const pushes = new Counter({
+    name: 'proto_gateway_a2a_push_notifications_total',
+    help: 'A2A push notifications by outcome (delivered, failed, dropped).',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  return {
+    push: (outcome) => pushes.inc({ outcome }),
+    finished: (state) => tasks.inc({ state }),
+    artifact: () => artifacts.inc(),
+  };
+}

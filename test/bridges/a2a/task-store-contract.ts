@@ -1,0 +1,122 @@
+/**
+ * The contract of the A2A task store port (the SDK's `TaskStore`, bounded and expiring), run by
+ * every adapter's test file with a factory of fresh, unopened, empty stores.
+ */
+import { Role, TaskState, type Task } from '@a2a-js/sdk';
+import { ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TaskStoreLimits } from '../../../src/bridges/a2a/memory-task-store.ts';
+
+/** A store of the port with its lifecycle. */
+export interface ContractTaskStore extends TaskStore {
+  open(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+
+/** A caller of `name` (the owner its tasks are scoped to). */
+export function caller(name: string, tenant?: string): ServerCallContext {
+  return new ServerCallContext({ user: { isAuthenticated: true, userName: name }, tenant });
+}
+
+/** A task `id` in `state`, its status at T0 + `atMs`, with one artifact carrying an event. */
+export function task(id: string, state = TaskState.TASK_STATE_WORKING, atMs = 0, contextId = 'ctx-1'): Task {
+  return {
+    id,
+    contextId,
+    status: { state, message: undefined, timestamp: new Date(T0 + atMs).toISOString() },
+    artifacts: [{
+      artifactId: `evt-${id}`, name: 'OrderPlacedV1', description: '', metadata: undefined, extensions: [],
+      parts: [{ content: { $case: 'data', value: { type: 'OrderPlacedV1', data: { qty: 2 } } }, metadata: undefined, filename: '', mediaType: 'application/json' }],
+    }],
+    history: [{
+      messageId: `m-${id}`, contextId, taskId: id, role: Role.ROLE_USER, metadata: undefined, extensions: [], referenceTaskIds: [],
+      parts: [{ content: { $case: 'text', value: 'hi' }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    }],
+    metadata: undefined,
+  };
+}
+
+const LIST_ALL = { tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined, includeArtifacts: true };
+
+/** Runs the task store contract against `make(limits)`. */
+export function taskStoreContract(name: string, make: (limits: TaskStoreLimits) => ContractTaskStore): void {
+  describe(`task store contract: ${name}`, () => {
+    let now = T0;
+    const open: ContractTaskStore[] = [];
+    async function store(limits: Partial<TaskStoreLimits> = {}): Promise<ContractTaskStore> {
+      now = T0;
+      const s = make({ maxTasks: 100, ttlMs: 60_000, now: () => now, ...limits });
+      await s.open();
+      open.push(s);
+      return s;
+    }
+    afterEach(async () => {
+      while (open.length > 0) await open.pop()?.close();
+    });
+
+    it('loads what was saved, artifacts and history included; a later save replaces it', async () => {
+      const s = await store();
+      await s.save(task('t1'), caller('alice'));
+      expect(await s.load('t1', caller('alice'))).toEqual(task('t1'));
+      await s.save(task('t1', TaskState.TASK_STATE_COMPLETED, 5), caller('alice'));
+      expect((await s.load('t1', caller('alice')))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(await s.load('nope', caller('alice'))).toBeUndefined();
+    });
+
+    it('scopes tasks to their owner and tenant', async () => {
+      const s = await store();
+      await s.save(task('t1'), caller('alice'));
+      expect(await s.load('t1', caller('bob'))).toBeUndefined();
+      expect(await s.load('t1', caller('alice', 'other'))).toBeUndefined();
+      expect((await s.list(LIST_ALL, caller('bob'))).tasks).toEqual([]);
+    });
+
+    it('is bounded: beyond maxTasks the least recently saved task is dropped', async () => {
+      const s = await store({ maxTasks: 2 });
+      await s.save(task('a'), caller('alice'));
+      await s.save(task('b'), caller('alice'));
+      await s.save(task('a', TaskState.TASK_STATE_WORKING, 1), caller('alice'));
+      await s.save(task('c'), caller('alice'));
+      expect(await s.load('b', caller('alice'))).toBeUndefined();
+      expect(await s.load('a', caller('alice'))).toBeDefined();
+      expect(await s.load('c', caller('alice'))).toBeDefined();
+    });
+
+    it('expires a task ttl after its last save', async () => {
+      const s = await store({ ttlMs: 1000 });
+      await s.save(task('t1'), caller('alice'));
+      now = T0 + 999;
+      expect(await s.load('t1', caller('alice'))).toBeDefined();
+      now = T0 + 1000;
+      expect(await s.load('t1', caller('alice'))).toBeUndefined();
+      expect((await s.list(LIST_ALL, caller('alice'))).tasks).toEqual([]);
+    });
+
+    it('lists newest status first, filtered by state and context, paged, artifacts only when asked', async () => {
+      const s = await store();
+      await s.save(task('old', TaskState.TASK_STATE_COMPLETED, 0), caller('alice'));
+      await s.save(task('mid', TaskState.TASK_STATE_FAILED, 10), caller('alice'));
+      await s.save(task('new', TaskState.TASK_STATE_COMPLETED, 20, 'ctx-2'), caller('alice'));
+      const all = await s.list(LIST_ALL, caller('alice'));
+      expect(all.tasks.map((t) => t.id)).toEqual(['new', 'mid', 'old']);
+      expect(all.totalSize).toBe(3);
+      const completed = await s.list({ ...LIST_ALL, status: TaskState.TASK_STATE_COMPLETED }, caller('alice'));
+      expect(completed.tasks.map((t) => t.id)).toEqual(['new', 'old']);
+      expect((await s.list({ ...LIST_ALL, contextId: 'ctx-2' }, caller('alice'))).tasks.map((t) => t.id)).toEqual(['new']);
+      const first = await s.list({ ...LIST_ALL, pageSize: 2, includeArtifacts: false }, caller('alice'));
+      expect(first.tasks.map((t) => t.id)).toEqual(['new', 'mid']);
+      expect(first.tasks[0]?.artifacts).toEqual([]);
+      const second = await s.list({ ...LIST_ALL, pageSize: 2, pageToken: first.nextPageToken }, caller('alice'));
+      expect(second.tasks.map((t) => t.id)).toEqual(['old']);
+      expect(second.nextPageToken).toBe('');
+    });
+
+    it('close() twice is safe', async () => {
+      const s = await store();
+      await s.close();
+      await s.close();
+    });
+  });
+}
