@@ -21,6 +21,7 @@ import { eventRoutes, filterOf, readEventPage } from './http/routes/events.ts';
 import { mcpBridge } from './bridges/mcp/mcp-bridge.ts';
 import { mcpMetrics } from './metrics/mcp.ts';
 import { IngestorSet, type Ingestor } from './ingest/ingestors.ts';
+import { RedisIngestionLeases } from './ingest/redis-leases.ts';
 import type { EventLog } from './log/EventLog.ts';
 import { openEventLog } from './log/open-log.ts';
 import { Pruner } from './log/pruner.ts';
@@ -192,7 +193,9 @@ async function assemble(input: AssembleInput) {
     publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger,
   });
   life.add(queries.catalogue);
-  const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry) }));
+  const leases = config.storage.driver === 'redis' ? await openIngestionLeases(config.storage) : undefined;
+  if (leases) life.add({ close: () => leases.close() });
+  const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry), ...(leases && { leases }) }));
   const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
   const registryStore = await openRegistryStore(config.storage);
   life.add({ close: () => registryStore.close() });
@@ -322,4 +325,12 @@ function defaultRegistry(): Registry {
 function once(fn: () => Promise<void>): () => Promise<void> {
   let result: Promise<void> | undefined;
   return () => (result ??= fn());
+}
+
+/** The ingestion leases of `storage.driver: redis` (one replica follows each backend), connected. */
+async function openIngestionLeases(storage: GatewayConfig['storage']): Promise<RedisIngestionLeases> {
+  const { sentinels, name } = storage.redis;
+  const leases = new RedisIngestionLeases({ url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) });
+  await leases.open();
+  return leases;
 }

@@ -4,6 +4,10 @@
  * step with the backend directory: a backend registered at runtime gets its follower (started when
  * the set is), a removed one's ingestors are closed and its ingest metrics forgotten, a paused
  * backend's ingestors pause and resume with it.
+ *
+ * With `leases` (several replicas on one store) a backend's ingestors run only while this replica
+ * holds the backend's ingestion lease (`LeaseGate`): one replica follows each backend, and when it
+ * dies another takes over from the stored checkpoint.
  */
 import type { Logger } from 'pino';
 import type { Backend, BackendDirectory } from '../backends/directory.ts';
@@ -11,6 +15,7 @@ import type { LegacyBackend } from '../backends/legacy-backend.ts';
 import type { ProtoBackend } from '../backends/proto-backend.ts';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { IngestMetrics } from '../metrics/ingest.ts';
+import { LeaseGate, type IngestionLeases } from './ingestion-lease.ts';
 import { ProtoFollower } from './proto-follower.ts';
 import { RecordPoller } from './record-poller.ts';
 
@@ -29,6 +34,8 @@ export interface IngestorsOptions {
   publicUrl: string;
   logger: Logger;
   metrics: IngestMetrics;
+  /** Ingestion leases shared by the replicas; undefined = this replica follows every backend. */
+  leases?: IngestionLeases;
 }
 
 /** The ingestors of every backend; a component (`start`, `close`). */
@@ -36,6 +43,7 @@ export class IngestorSet {
   /** The ingestors of each backend, by backend id (live: runtime backends come and go). */
   readonly byBackend = new Map<string, Ingestor[]>();
   readonly #options: IngestorsOptions;
+  readonly #gates = new Map<string, LeaseGate>();
   readonly #unwatch: () => void;
   #started = false;
   #closing: Promise<void> | undefined;
@@ -47,7 +55,7 @@ export class IngestorSet {
       added: (backend) => this.#added(backend),
       removed: (backend) => this.#removed(backend.id),
       paused: (backend) => this.#each(backend.id, (ingestor) => ingestor.pause()),
-      resumed: (backend) => this.#each(backend.id, (ingestor) => ingestor.resume()),
+      resumed: (backend) => this.#each(backend.id, (ingestor) => (this.#mayRun(backend.id) ? ingestor.resume() : undefined)),
     });
   }
 
@@ -65,7 +73,9 @@ export class IngestorSet {
 
   async #closeAll(): Promise<void> {
     this.#unwatch();
+    // Ingestion stops before the leases go, so no replica appends after another took over.
     await Promise.all([...this.byBackend.values()].flat().map((ingestor) => ingestor.close()));
+    await Promise.all([...this.#gates.values()].map((gate) => gate.close()));
   }
 
   #added(backend: ProtoBackend): void {
@@ -77,13 +87,22 @@ export class IngestorSet {
   async #removed(id: string): Promise<void> {
     const ingestors = this.byBackend.get(id) ?? [];
     this.byBackend.delete(id);
+    const gate = this.#gates.get(id);
+    this.#gates.delete(id);
     await Promise.all(ingestors.map((ingestor) => ingestor.close()));
+    await gate?.close();
     this.#options.metrics.forget(id);
   }
 
   #launch(id: string, ingestor: Ingestor): void {
-    if (this.#options.backends.isPaused(id)) ingestor.pause();
+    if (!this.#mayRun(id)) ingestor.pause();
     ingestor.start();
+    this.#gates.get(id)?.start();
+  }
+
+  /** A backend's ingestors run when it is not paused and (with leases) this replica holds its lease. */
+  #mayRun(id: string): boolean {
+    return !this.#options.backends.isPaused(id) && (this.#gates.get(id)?.holding ?? true);
   }
 
   #each(id: string, act: (ingestor: Ingestor) => void): void {
@@ -93,6 +112,19 @@ export class IngestorSet {
   #create(backend: Backend): Ingestor[] {
     const ingestors = backend.kind === 'proto' ? [this.#follower(backend)] : this.#pollers(backend);
     this.byBackend.set(backend.id, ingestors);
+    const { leases, metrics } = this.#options;
+    if (leases) {
+      const id = backend.id;
+      metrics.leaseHeld.set({ backend: id }, 0);
+      this.#gates.set(id, new LeaseGate({
+        leases,
+        backendId: id,
+        onChange: (holding) => {
+          metrics.leaseHeld.set({ backend: id }, holding ? 1 : 0);
+          this.#each(id, (ingestor) => (this.#mayRun(id) ? ingestor.resume() : ingestor.pause()));
+        },
+      }));
+    }
     return ingestors;
   }
 

@@ -1,19 +1,22 @@
 /**
  * Chooses the event log store of `storage.driver`: `sqlite` (the default, durable), `memory`
- * (tests and throwaway runs). The Redis store arrives with scale-out; until then choosing it is a
- * start-up error, not a half-working gateway.
+ * (tests and throwaway runs), or `redis` (shared by every replica on `storage.url` and `prefix`,
+ * with live fan-out across replicas).
  */
 import type { StorageConfig } from '../config/types.ts';
 import type { EventLog } from './EventLog.ts';
 import { MemoryEventLog } from './memory.ts';
+import { RedisEventLog } from './redis.ts';
 import { SqliteEventLog } from './sqlite.ts';
 
 /** Creates and opens the configured store. */
 export async function openEventLog(storage: StorageConfig): Promise<EventLog> {
-  if (storage.driver === 'redis') {
-    throw new Error('storage.driver "redis" is not available in this version; use "sqlite" or "memory"');
-  }
-  const log = storage.driver === 'memory' ? new MemoryEventLog() : new SqliteEventLog(storage.path);
+  const log = storage.driver === 'redis' ? redisLog(storage) : storage.driver === 'memory' ? new MemoryEventLog() : new SqliteEventLog(storage.path);
   await log.open();
   return log;
+}
+
+function redisLog(storage: StorageConfig): RedisEventLog {
+  const { sentinels, name } = storage.redis;
+  return new RedisEventLog({ url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) });
 }

@@ -26,6 +26,8 @@ export interface IngestMetrics {
    * its poll interval. Computed at scrape time.
    */
   readonly lag: Gauge<'backend'>;
+  /** `proto_gateway_ingest_lease_held{backend}`: 1 while this replica holds the backend's ingestion lease (storage.driver redis), else 0. */
+  readonly leaseHeld: Gauge<'backend'>;
   /** Counts one append's outcome: `ingested` per type of each added event, `duplicates`. */
   countAppend(backend: string, result: AppendResult): void;
   /** Records a successful read of `backend` (resets its lag). */
@@ -73,6 +75,12 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     malformed: counter('proto_gateway_events_malformed_total', 'Backend events skipped for a malformed envelope', ['backend']),
     errors: counter('proto_gateway_ingest_errors_total', 'Failed ingestion polls, pages or streams', ['backend']),
     lag,
+    leaseHeld: new Gauge({
+      name: 'proto_gateway_ingest_lease_held',
+      help: "1 while this replica holds the backend's ingestion lease (one replica follows each backend), else 0",
+      labelNames: ['backend'],
+      registers: [registry],
+    }),
     countAppend(backend, result) {
       for (const stored of result.appended) metrics.ingested.inc({ backend, type: typeLabel(backend, stored.event.type) });
       if (result.duplicates > 0) metrics.duplicates.inc({ backend }, result.duplicates);
@@ -84,6 +92,7 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
       lastRead.delete(backend);
       typesSeen.delete(backend);
       lag.remove({ backend });
+      metrics.leaseHeld.remove({ backend });
     },
   };
   return metrics;
