@@ -20,19 +20,21 @@ const MAX_KEPT_EVENTS = 1000;
 export class CommandFollow {
   /** The command's events so far (at most `MAX_KEPT_EVENTS`). */
   readonly events: CloudEvent[] = [];
-  /** Resolves once the follow ended, with why. */
+  /** Resolves once the follow ended and every event it delivered is in `events` and was notified, with why. */
   readonly ended: Promise<TailEndReason>;
   readonly #close: () => void;
 
   private constructor(stream: ReturnType<typeof openTailStream>, notify: (event: CloudEvent) => Promise<void>) {
     this.#close = () => stream.close();
-    void (async () => {
+    const drained = (async () => {
       for await (const event of stream) {
         if (this.events.length < MAX_KEPT_EVENTS) this.events.push(event);
         await notify(event);
       }
     })().catch(() => stream.close());
-    this.ended = stream.ended;
+    // The stream ends (e.g. on its terminal event) before this loop has taken its last events:
+    // `ended` waits for the loop, so `events` then holds everything the stream delivered.
+    this.ended = drained.then(() => stream.ended);
   }
 
   /** Opens the subscription for `commandId`; open it before submitting the command. */
