@@ -67,6 +67,8 @@ CREATE TABLE IF NOT EXISTS checkpoints (key TEXT PRIMARY KEY, value TEXT NOT NUL
 -- The first and last positions of each minute of event time: every event of a time window lies
 -- between the least first_position and the greatest last_position of the minutes it covers.
 CREATE TABLE IF NOT EXISTS event_time_buckets (bucket INTEGER PRIMARY KEY, first_position INTEGER NOT NULL, last_position INTEGER NOT NULL) WITHOUT ROWID;
+-- The same per hour, so a long window reads its whole hours here and only its edges by the minute.
+CREATE TABLE IF NOT EXISTS event_time_hours (bucket INTEGER PRIMARY KEY, first_position INTEGER NOT NULL, last_position INTEGER NOT NULL) WITHOUT ROWID;
 PRAGMA user_version = 1;
 `;
 
@@ -103,8 +105,14 @@ export const TIME_WINDOW_PAGE_SQL =
 /** Width of a time bucket, ms (one minute). */
 const BUCKET_MS = 60_000;
 
-/** The bucket of an epoch-ms time in SQL (floor division, also below 0), as `bucketOf` computes it. */
-const BUCKET_SQL = `(time_ms - ((time_ms % ${BUCKET_MS}) + ${BUCKET_MS}) % ${BUCKET_MS}) / ${BUCKET_MS}`;
+/** Minute buckets per hour bucket. */
+const MINUTES_PER_HOUR = 60;
+
+/** The bucket of width `ms` of an epoch-ms time in SQL (floor division, also below 0), as `bucketOf` computes it. */
+const bucketSql = (ms: number): string => `(time_ms - ((time_ms % ${ms}) + ${ms}) % ${ms}) / ${ms}`;
+
+/** A bucket number beyond any real time (an open end of a window). */
+const MAX_BUCKET = Math.floor(Number.MAX_SAFE_INTEGER / BUCKET_MS);
 
 /** The minute bucket of an epoch-ms time. */
 function bucketOf(timeMs: number): number {
@@ -130,6 +138,8 @@ interface Statements {
   deleteExpired: StatementSync;
   noteTimeBucket: StatementSync;
   timeWindowBounds: StatementSync;
+  noteTimeHour: StatementSync;
+  timeWindowHours: StatementSync;
   timeWindowPage: StatementSync;
   firstUnexpired: StatementSync;
   countBetween: StatementSync;
@@ -216,13 +226,29 @@ export class SqliteEventLog implements EventLog, RetainingLog {
    */
   #timeWindowPage(filter: EventFilter, after: number, limit: number): PageRow[] {
     const sql = this.#sqlite.statements;
-    const from = filter.fromMs === undefined ? Number.MIN_SAFE_INTEGER : bucketOf(filter.fromMs);
-    const to = filter.toMs === undefined ? Number.MAX_SAFE_INTEGER : bucketOf(filter.toMs);
-    const bounds = sql.timeWindowBounds.get(from, to) as { start: number | null; end: number | null } | undefined;
-    if (!bounds || bounds.start === null || bounds.end === null) return [];
+    const from = filter.fromMs === undefined ? -MAX_BUCKET : bucketOf(filter.fromMs);
+    const to = filter.toMs === undefined ? MAX_BUCKET : bucketOf(filter.toMs);
+    const bounds = this.#windowBounds(from, to);
+    if (!bounds) return [];
     const fromMs = filter.fromMs ?? Number.MIN_SAFE_INTEGER;
     const toMs = filter.toMs ?? Number.MAX_SAFE_INTEGER;
     return sql.timeWindowPage.all(Math.max(after, bounds.start - 1), bounds.end, fromMs, toMs, limit) as unknown as PageRow[];
+  }
+
+  /**
+   * The least first and greatest last position of the minute buckets `from`..`to`: whole hours read
+   * from the hour table, the partial hours at both ends by the minute (at most ~120 + hours rows).
+   */
+  #windowBounds(from: number, to: number): { start: number; end: number } | undefined {
+    const { timeWindowBounds: minutes, timeWindowHours: hours } = this.#sqlite.statements;
+    const firstHour = Math.ceil(from / MINUTES_PER_HOUR);
+    const lastHour = Math.floor((to + 1) / MINUTES_PER_HOUR) - 1;
+    const parts = firstHour > lastHour
+      ? [minutes.get(from, to)]
+      : [minutes.get(from, firstHour * MINUTES_PER_HOUR - 1), hours.get(firstHour, lastHour), minutes.get((lastHour + 1) * MINUTES_PER_HOUR, to)];
+    const found = (parts as Array<{ start: number | null; end: number | null } | undefined>).filter((b) => b && b.start !== null && b.end !== null) as Array<{ start: number; end: number }>;
+    if (found.length === 0) return undefined;
+    return { start: Math.min(...found.map((b) => b.start)), end: Math.max(...found.map((b) => b.end)) };
   }
 
   /** Fills the minute buckets of a log written before they existed (once; later appends keep them). */
@@ -231,7 +257,9 @@ export class SqliteEventLog implements EventLog, RetainingLog {
     if (db.prepare('SELECT 1 FROM event_time_buckets LIMIT 1').get() || !db.prepare('SELECT 1 FROM events LIMIT 1').get()) return;
     this.#sqlite.transaction(() =>
       db.exec(`INSERT OR IGNORE INTO event_time_buckets (bucket, first_position, last_position)
-        SELECT ${BUCKET_SQL}, MIN(position), MAX(position) FROM events WHERE time_ms IS NOT NULL GROUP BY 1`),
+          SELECT ${bucketSql(BUCKET_MS)}, MIN(position), MAX(position) FROM events WHERE time_ms IS NOT NULL GROUP BY 1;
+        INSERT OR IGNORE INTO event_time_hours (bucket, first_position, last_position)
+          SELECT ${bucketSql(BUCKET_MS * MINUTES_PER_HOUR)}, MIN(position), MAX(position) FROM events WHERE time_ms IS NOT NULL GROUP BY 1`),
     );
   }
 
@@ -297,7 +325,14 @@ export class SqliteEventLog implements EventLog, RetainingLog {
       if (range) range[1] = stored.position;
       else ranges.set(bucket, [stored.position, stored.position]);
     }
-    for (const [bucket, [first, last]] of ranges) this.#sqlite.statements.noteTimeBucket.run(bucket, first, last);
+    const hours = new Map<number, [number, number]>();
+    for (const [bucket, [first, last]] of ranges) {
+      this.#sqlite.statements.noteTimeBucket.run(bucket, first, last);
+      const hour = Math.floor(bucket / MINUTES_PER_HOUR);
+      const range = hours.get(hour);
+      hours.set(hour, range ? [Math.min(range[0], first), Math.max(range[1], last)] : [first, last]);
+    }
+    for (const [hour, [first, last]] of hours) this.#sqlite.statements.noteTimeHour.run(hour, first, last);
   }
 
   /** Deletes the events appended before `cutoffMs`, batch by batch; returns how many. */
@@ -381,7 +416,12 @@ function prepareStatements(db: DatabaseSync): Statements {
       `INSERT INTO event_time_buckets (bucket, first_position, last_position) VALUES (?, ?, ?)
        ON CONFLICT (bucket) DO UPDATE SET last_position = MAX(last_position, excluded.last_position)`,
     ),
+    noteTimeHour: db.prepare(
+      `INSERT INTO event_time_hours (bucket, first_position, last_position) VALUES (?, ?, ?)
+       ON CONFLICT (bucket) DO UPDATE SET last_position = MAX(last_position, excluded.last_position)`,
+    ),
     timeWindowBounds: db.prepare('SELECT MIN(first_position) AS start, MAX(last_position) AS end FROM event_time_buckets WHERE bucket BETWEEN ? AND ?'),
+    timeWindowHours: db.prepare('SELECT MIN(first_position) AS start, MAX(last_position) AS end FROM event_time_hours WHERE bucket BETWEEN ? AND ?'),
     timeWindowPage: db.prepare(TIME_WINDOW_PAGE_SQL),
     firstUnexpired: db.prepare('SELECT position FROM events WHERE position > ? AND appended_ms >= ? ORDER BY position LIMIT 1'),
     countBetween: db.prepare('SELECT COUNT(*) AS n FROM events WHERE position > ? AND position < ?'),

@@ -128,6 +128,14 @@ describe('SqliteEventLog', () => {
       expect((await log.query({ toMs: window.fromMs - 1 }, 0, 10)).events).toEqual([]);
     });
 
+    it('find the events of a window spanning whole hours (read by the hour) and partial ones (by the minute)', async () => {
+      const minutes = [10, 200, 130, 500, 61, 400, 59];
+      const { appended } = await log.append(minutes.map((minute, i) => ({ event: cloudEvent(`h-${i}`, {}, minute) })));
+      const at = (minute: number) => Date.parse(cloudEvent('x', {}, minute).time as string);
+      const page = await log.query({ fromMs: at(60), toMs: at(400) + 59_999 }, 0, 10);
+      expect(page.events).toEqual(appended.filter((_, i) => minutes[i] >= 60 && minutes[i] <= 400));
+    });
+
     it('work on a log written before the time buckets existed (filled once at open)', async () => {
       await log.append([0, 4, 2].map((minute, i) => ({ event: cloudEvent(`old-${i}`, {}, minute) })));
       await log.close();
