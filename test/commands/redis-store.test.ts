@@ -141,13 +141,14 @@ describe('RedisCommandStore waitReplicas with a replica', () => {
     const primary = await PrivateRedis.start();
     const replica = await PrivateRedis.start(['--replicaof', '127.0.0.1', String(primary.port)]);
     const prefix = randomPrefix();
-    const store = new RedisCommandStore({ url: primary.url, prefix, waitReplicas: 1, waitTimeoutMs: 5_000 });
+    const store = new RedisCommandStore({ url: primary.url, prefix, waitReplicas: 1, waitTimeoutMs: 15_000 });
     const onReplica = new RedisCommandStore({ url: replica.url, prefix });
     try {
       await store.open();
       await onReplica.open();
       const synced = new Redis(primary.url);
-      await expect.poll(async () => /connected_slaves:1/.test(await synced.info('replication')), { timeout: 20_000 }).toBe(true);
+      // Online, not merely connected: a replica still in its first sync does not acknowledge WAIT.
+      await expect.poll(async () => /slave0:.*state=online/.test(await synced.info('replication')), { timeout: 30_000 }).toBe(true);
       synced.disconnect();
       const now = Date.now();
       expect(await store.accept(record('r', { expiresMs: now + 60_000 }), outboxEntry('r'), now)).toBeUndefined();
