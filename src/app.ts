@@ -2,6 +2,7 @@
  * Wiring: builds the gateway's component graph from a loaded configuration, once, at boot
  * (STYLE.md: "assemble at boot, not per request"). Protocol logic knows nothing of this file.
  */
+import { redisStoreOptions } from './storage/redis.ts';
 import pino, { type Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { BackendDirectory } from './backends/directory.ts';
@@ -329,8 +330,7 @@ function once(fn: () => Promise<void>): () => Promise<void> {
 
 /** The ingestion leases of `storage.driver: redis` (one replica follows each backend), connected. */
 async function openIngestionLeases(storage: GatewayConfig['storage']): Promise<RedisIngestionLeases> {
-  const { sentinels, name } = storage.redis;
-  const leases = new RedisIngestionLeases({ url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) });
+  const leases = new RedisIngestionLeases(redisStoreOptions(storage));
   await leases.open();
   return leases;
 }

@@ -27,7 +27,7 @@
  */
 import type { Redis } from 'ioredis';
 import { ProtoError } from '../errors.ts';
-import { closeRedis, connectRedis } from '../storage/redis.ts';
+import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
@@ -172,7 +172,7 @@ export class RedisCommandStore implements CommandStore {
   async open(): Promise<void> {
     if (this.#client) return;
     const { url, sentinels, name } = this.#options;
-    const client = await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, 'commands');
+    const client = await connectStore(this.#options, 'commands');
     if (this.#options.waitAof) {
       const version = /redis_version:(\d+)\.(\d+)/.exec(await client.info('server'));
       const [major, minor] = [Number(version?.[1] ?? 0), Number(version?.[2] ?? 0)];

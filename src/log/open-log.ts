@@ -3,6 +3,7 @@
  * (tests and throwaway runs), or `redis` (shared by every replica on `storage.url` and `prefix`,
  * with live fan-out across replicas).
  */
+import { redisStoreOptions } from '../storage/redis.ts';
 import type { StorageConfig } from '../config/types.ts';
 import type { EventLog } from './EventLog.ts';
 import { MemoryEventLog } from './memory.ts';
@@ -17,6 +18,5 @@ export async function openEventLog(storage: StorageConfig): Promise<EventLog> {
 }
 
 function redisLog(storage: StorageConfig): RedisEventLog {
-  const { sentinels, name } = storage.redis;
-  return new RedisEventLog({ url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) });
+  return new RedisEventLog(redisStoreOptions(storage));
 }

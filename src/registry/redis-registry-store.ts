@@ -5,18 +5,13 @@
  * paused ids. A put and a delete are each one Lua script (atomic).
  */
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis } from '../storage/redis.ts';
+import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import type { RegisteredService, RegistryStore } from './RegistryStore.ts';
 
 /** Where the store connects. */
-export interface RedisRegistryStoreOptions {
-  url: string;
-  prefix: string;
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
-}
+export type RedisRegistryStoreOptions = RedisStoreOptions;
 
 const PUT = new RedisScript(`
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
@@ -50,8 +45,7 @@ export class RedisRegistryStore implements RegistryStore {
 
   /** Connects. Idempotent. */
   async open(): Promise<void> {
-    const { url, sentinels, name } = this.#options;
-    this.#client ??= await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, 'commands');
+    this.#client ??= await connectStore(this.#options);
   }
 
   async list(): Promise<RegisteredService[]> {

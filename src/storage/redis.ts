@@ -66,3 +66,26 @@ export async function closeRedis(client: Redis): Promise<void> {
     client.disconnect();
   }
 }
+
+/** Where a Redis store connects: `storage.url`, `storage.prefix` and the Sentinel settings of `storage.redis`. */
+export interface RedisStoreOptions {
+  /** A URL ioredis accepts (`redis://`, `rediss://`, password, database). */
+  url: string;
+  /** Prepended to every key (`storage.prefix`). */
+  prefix: string;
+  sentinels?: Array<{ host: string; port: number }>;
+  /** The Sentinel master name. */
+  name?: string;
+}
+
+/** A Redis store's options from the storage configuration. */
+export function redisStoreOptions(storage: StorageConfig): RedisStoreOptions {
+  const { sentinels, name } = storage.redis;
+  return { url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) };
+}
+
+/** Opens a store's connection (see `connectRedis`). */
+export function connectStore(options: RedisStoreOptions, purpose: RedisPurpose = 'commands', extra: RedisOptions = {}): Promise<Redis> {
+  const { url, sentinels, name } = options;
+  return connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, purpose, extra);
+}

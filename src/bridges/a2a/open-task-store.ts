@@ -3,6 +3,7 @@
  * file; tasks survive a restart), `redis` (shared by the replicas: any one answers `GetTask`), or
  * `memory`.
  */
+import { redisStoreOptions } from '../../storage/redis.ts';
 import type { TaskStore } from '@a2a-js/sdk/server';
 import type { StorageConfig } from '../../config/types.ts';
 import { MemoryTaskStore, type TaskStoreLimits } from './memory-task-store.ts';
@@ -16,10 +17,9 @@ export interface OpenTaskStore extends TaskStore {
 
 /** Creates and opens the configured task store. */
 export async function openTaskStore(storage: StorageConfig, limits: TaskStoreLimits): Promise<OpenTaskStore> {
-  const { sentinels, name } = storage.redis;
   const store =
     storage.driver === 'sqlite' ? new SqliteTaskStore(storage.path, limits)
-    : storage.driver === 'redis' ? new RedisTaskStore({ url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) }, limits)
+    : storage.driver === 'redis' ? new RedisTaskStore(redisStoreOptions(storage), limits)
     : new MemoryTaskStore(limits);
   await store.open();
   return store;

@@ -9,19 +9,14 @@
 import type { Redis } from 'ioredis';
 import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
-import { closeRedis, connectRedis } from '../../storage/redis.ts';
+import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
 import type { TaskStoreLimits } from './memory-task-store.ts';
 import { listPage, taskScope } from './task-list.ts';
 
 /** Where the store connects. */
-export interface RedisTaskStoreOptions {
-  url: string;
-  prefix: string;
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
-}
+export type RedisTaskStoreOptions = RedisStoreOptions;
 
 /**
  * Save ARGV[1] (key `{scope}\n{id}`) as ARGV[2] expiring at ARGV[3]; then drop what expired at ARGV[4]
@@ -66,8 +61,7 @@ export class RedisTaskStore implements TaskStore {
 
   /** Connects. Idempotent. */
   async open(): Promise<void> {
-    const { url, sentinels, name } = this.#options;
-    this.#client ??= await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, 'commands');
+    this.#client ??= await connectStore(this.#options);
   }
 
   /** Saves `task` for the caller's scope; drops expired tasks and the oldest beyond `maxTasks`. */

@@ -12,7 +12,7 @@
  * Key names are built from the prefix inside the scripts, so Redis Cluster is not supported.
  */
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis } from '../../storage/redis.ts';
+import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
 import {
@@ -29,12 +29,7 @@ import {
 } from './DeliveryQueue.ts';
 
 /** Where the queue connects. */
-export interface RedisDeliveryQueueOptions {
-  url: string;
-  prefix: string;
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
-}
+export type RedisDeliveryQueueOptions = RedisStoreOptions;
 
 /** Shared Lua: the member of a delivery in the status sorted sets, and the full removal of one. */
 const HELPERS = `
@@ -179,8 +174,7 @@ export class RedisDeliveryQueue implements DeliveryQueue {
 
   /** Connects. Idempotent. */
   async open(): Promise<void> {
-    const { url, sentinels, name } = this.#options;
-    this.#client ??= await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, 'commands');
+    this.#client ??= await connectStore(this.#options);
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {

@@ -8,18 +8,13 @@
  * so Redis Cluster is not supported.
  */
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis } from '../../storage/redis.ts';
+import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
 import type { Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 /** Where the store connects. */
-export interface RedisSubscriptionStoreOptions {
-  url: string;
-  prefix: string;
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
-}
+export type RedisSubscriptionStoreOptions = RedisStoreOptions;
 
 /** ARGV: prefix, id, JSON, status, principal, serviceId ('' = none). */
 const CREATE = new RedisScript(`
@@ -78,8 +73,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
 
   /** Connects. Idempotent. */
   async open(): Promise<void> {
-    const { url, sentinels, name } = this.#options;
-    this.#client ??= await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, 'commands');
+    this.#client ??= await connectStore(this.#options);
   }
 
   async create(subscription: Subscription): Promise<void> {

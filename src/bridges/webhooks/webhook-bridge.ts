@@ -8,6 +8,7 @@
  * the log from the fan-out checkpoint; `close()` stops the fan-out, aborts attempts in flight back
  * to `pending`, then closes the client and the stores. Nothing queued is lost; `close()` twice is safe.
  */
+import { redisStoreOptions } from '../../storage/redis.ts';
 import type { Logger } from 'pino';
 import type { StorageConfig, WebhooksConfig } from '../../config/types.ts';
 import type { EventLog } from '../../log/EventLog.ts';
@@ -69,8 +70,7 @@ export class WebhookBridge {
     const storage = options.storage;
     this.#logger = logger;
     if (storage.driver === 'redis') {
-      const { sentinels, name } = storage.redis;
-      const redis = { url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) };
+      const redis = redisStoreOptions(storage);
       this.#store = sealedStore(new RedisSubscriptionStore(redis), config, logger);
       this.#queue = new RedisDeliveryQueue(redis);
     } else {
