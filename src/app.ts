@@ -36,6 +36,7 @@ import { httpMetrics } from './metrics/http.ts';
 import { ingestMetrics } from './metrics/ingest.ts';
 import { logMetrics, retentionHeldBack } from './metrics/log.ts';
 import { sseMetrics } from './metrics/sse.ts';
+import { redisMetrics } from './metrics/redis.ts';
 import { sseBridge } from './bridges/sse/sse-bridge.ts';
 import { LiveTail } from './bridges/live-tail/live-tail.ts';
 import { GATEWAY_VERSION } from './version.ts';
@@ -95,9 +96,11 @@ export interface Gateway {
  * listens), listens, reads the backends' manifests, registers the routes and starts every
  * component. If any step fails, whatever was opened is closed again before the error is thrown.
  */
-export async function startGateway(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
+export async function startGateway(loaded: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
   const logger = options.logger ?? pino({ base: { service: 'proto-gateway' } });
   const registry = options.registry ?? defaultRegistry();
+  // Every Redis connection the stores open reports its commands to the metrics.
+  const config: GatewayConfig = loaded.storage.driver === 'redis' ? { ...loaded, storage: { ...loaded.storage, redisObserver: redisMetrics(registry) } } : loaded;
   const life = new Lifecycle(logger);
   const log = await openEventLog(config.storage);
   life.add({ close: () => log.close() });

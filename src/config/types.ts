@@ -73,7 +73,12 @@ export interface StorageConfig {
   prefix: string;
   /** `storage.redis`: durability and Sentinel settings of the Redis driver. */
   redis: RedisSettings;
+  /** Runtime only, never from the file: told each Redis command's name, duration (s) and outcome (the metrics). */
+  redisObserver?: RedisObserver;
 }
+
+/** Observes Redis commands (duration in seconds; `ok` false when the command failed). */
+export type RedisObserver = (command: string, seconds: number, ok: boolean) => void;
 
 /** `storage.redis`. */
 export interface RedisSettings {

@@ -5,16 +5,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis } from '../storage/redis.ts';
+import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import type { IngestionLeases } from './ingestion-lease.ts';
 
 /** Where the leases live and how long one lasts. */
-export interface RedisIngestionLeasesOptions {
-  url: string;
-  prefix: string;
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
+export interface RedisIngestionLeasesOptions extends RedisStoreOptions {
   /** Time to live of a lease, in ms (default 10 000). */
   ttlMs?: number;
 }
@@ -50,7 +46,7 @@ export class RedisIngestionLeases implements IngestionLeases {
   /** Connects. Idempotent. */
   async open(): Promise<void> {
     if (this.#client) return;
-    this.#client = await connectRedis(this.#options, 'commands');
+    this.#client = await connectStore(this.#options, 'commands');
   }
 
   async hold(key: string): Promise<boolean> {

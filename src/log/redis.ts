@@ -26,7 +26,7 @@
  * Keys are built from the prefix inside the script, so Redis Cluster is not supported.
  */
 import type { Redis } from 'ioredis';
-import { closeRedis, connectRedis } from '../storage/redis.ts';
+import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import type {
@@ -45,14 +45,7 @@ import { ListenerSet, type ListenerErrorHandler } from './listeners.ts';
 import { excessEvents, expiryCutoffMs, splitAtFloor, type PruneResult, type RetentionLimits } from './retention.ts';
 
 /** Where and how the log connects. */
-export interface RedisEventLogOptions {
-  /** A URL ioredis accepts (`redis://`, `rediss://`, password, database). */
-  url: string;
-  /** Prepended to every key (`storage.prefix`). */
-  prefix: string;
-  /** Sentinel settings handed to ioredis. */
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
+export interface RedisEventLogOptions extends RedisStoreOptions {
   /** Approximate number of appends the tail stream keeps (default 10 000); older ones are read from the log. */
   tailMaxLen?: number;
   /** Receives errors thrown by subscribers; default `process.emitWarning`. */
@@ -151,10 +144,10 @@ export class RedisEventLog implements EventLog, RetainingLog {
   /** Connects (a command connection and a blocking one for the tail) and starts the tail reader. Idempotent. */
   async open(): Promise<void> {
     if (this.#client) return;
-    const client = await connectRedis(this.#options, 'commands');
+    const client = await connectStore(this.#options, 'commands');
     let blocking: Redis;
     try {
-      blocking = await connectRedis(this.#options, 'blocking');
+      blocking = await connectStore(this.#options, 'blocking');
       const last = await client.xrevrange(this.#keys.tail, '+', '-', 'COUNT', 1);
       this.#delivered = last.length > 0 ? Number(last[0][0].split('-')[0]) : 0;
     } catch (err) {

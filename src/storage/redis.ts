@@ -13,7 +13,7 @@
  * Lua scripts receive key names as arguments and must see the same names as the client.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisSettings, StorageConfig } from '../config/types.ts';
+import type { RedisObserver, RedisSettings, StorageConfig } from '../config/types.ts';
 
 /** The longest wait between two reconnection attempts, in ms. */
 const MAX_RECONNECT_DELAY_MS = 2_000;
@@ -76,16 +76,33 @@ export interface RedisStoreOptions {
   sentinels?: Array<{ host: string; port: number }>;
   /** The Sentinel master name. */
   name?: string;
+  /** Told every command's duration and outcome (metrics); default none. */
+  observer?: RedisObserver;
 }
 
 /** A Redis store's options from the storage configuration. */
 export function redisStoreOptions(storage: StorageConfig): RedisStoreOptions {
   const { sentinels, name } = storage.redis;
-  return { url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }) };
+  return {
+    url: storage.url, prefix: storage.prefix, ...(sentinels && { sentinels }), ...(name !== undefined && { name }), ...(storage.redisObserver && { observer: storage.redisObserver }),
+  };
 }
 
-/** Opens a store's connection (see `connectRedis`). */
-export function connectStore(options: RedisStoreOptions, purpose: RedisPurpose = 'commands', extra: RedisOptions = {}): Promise<Redis> {
-  const { url, sentinels, name } = options;
-  return connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, purpose, extra);
+/** Opens a store's connection (see `connectRedis`), observed when the options carry an observer. */
+export async function connectStore(options: RedisStoreOptions, purpose: RedisPurpose = 'commands', extra: RedisOptions = {}): Promise<Redis> {
+  const { url, sentinels, name, observer } = options;
+  const client = await connectRedis({ url, redis: { ...(sentinels && { sentinels }), ...(name !== undefined && { name }) } }, purpose, extra);
+  if (observer) observe(client, observer);
+  return client;
+}
+
+/** Reports every command sent on `client` to `observer` when it settles (name, seconds, ok). */
+function observe(client: Redis, observer: RedisObserver): void {
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: Parameters<Redis['sendCommand']>[1]) => {
+    const started = performance.now();
+    const settled = (ok: boolean) => () => observer(command.name, (performance.now() - started) / 1000, ok);
+    command.promise.then(settled(true), settled(false));
+    return send(command, stream);
+  }) as Redis['sendCommand'];
 }

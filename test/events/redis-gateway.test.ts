@@ -34,6 +34,10 @@ describe('a gateway on storage.driver redis', () => {
     const emitted = payments.emit('PaymentRefundedV1', { orderId: 'o-9' });
     const stored = await eventually(async () => (await getJson(`${gw.url}events?type=PaymentRefundedV1`)).body.events[0], 20_000);
     expect(stored.id).toBe(emitted.id);
+    // Every store's commands were timed: scripts (the accept, the append) among them.
+    const metrics = await (await fetch(`${gw.url}metrics`)).text();
+    expect(metrics).toMatch(/proto_gateway_redis_command_duration_seconds_count\{command="evalsha"\} [1-9]/);
+    expect(metrics).toMatch(/proto_gateway_redis_command_duration_seconds_count\{command="xread"\} [1-9]/);
   }, 60_000);
 
   it('streams from one replica what was appended through another on the same prefix', async () => {
