@@ -27,10 +27,12 @@ export interface WebhookMetrics {
   /** `proto_gateway_webhook_ssrf_refusals_total{reason}`: URLs refused by the SSRF guard, at registration or delivery. */
   readonly refusals: Counter<'reason'>;
   /**
-   * `proto_gateway_webhook_claims_total{outcome}`: how this replica's dispatcher fared taking work
-   * from the (possibly shared) queue: `claimed` (it began the attempt), `taken` (the delivery was no
-   * longer pending: another replica began it first, or it was cancelled), `requeued` (in-flight
-   * deliveries put back to pending at start).
+   * `proto_gateway_webhook_claims_total{outcome}`: how this replica's dispatcher fared with leased
+   * claims on the (possibly shared) queue: `claimed` (a due delivery claimed for an attempt),
+   * `reclaimed` (claimed from a claimer whose lease ran out: a dead replica's work taken over),
+   * `released` (given back unattempted at shutdown, not counted as an attempt), `lost` (this
+   * replica's attempt outlived its lease and another claimer took the delivery over: its outcome was
+   * refused).
    */
   readonly claims: Counter<'outcome'>;
   /** Makes `proto_gateway_webhook_queue_depth{status}` read `source` when scraped (pending, in-flight, succeeded, dead). */

@@ -1,12 +1,28 @@
 /**
  * The delivery queue port: one row per (event, subscription), durable, at-least-once. A delivery
  * moves `pending` → `in-flight` (an attempt runs) → `succeeded`, back to `pending` (a retry is
- * due later) or `dead` (no attempt left, or the receiver answered `410 Gone`). A delivery found
- * `in-flight` at start was interrupted by a stop and is attempted again.
+ * due later) or `dead` (no attempt left, or the receiver answered `410 Gone`).
  *
- * Implemented by `memory-delivery-queue.ts` and `sqlite-delivery-queue.ts`; both pass the contract
- * suite in `test/bridges/webhooks/delivery-queue-contract.ts`.
+ * Leased claims (the shape of `Outbox.claimDue`): `claim` moves due deliveries to `in-flight` under
+ * a lease and a claim token, counting the attempt, never more than `PER_SUBSCRIPTION` in flight per
+ * subscription across every claimer (replicas on one store included). A claimed delivery is hidden
+ * from every other claimer until it is finished, released, or its lease runs out; then the next
+ * `claim` takes it over (`reclaimed`). The interrupted attempt stays counted: it was started and may
+ * have reached the receiver, and counting it bounds the retries of a delivery whose attempts keep
+ * dying with their claimer. `finish` and `release` name the claim, so a claimer whose lease ran out
+ * cannot overwrite the outcome of the claimer that took the delivery over.
+ *
+ * Finding due work never walks a subscription's backlog: each store keeps, per subscription, when it
+ * can next give something (its earliest due delivery, or, when it has `PER_SUBSCRIPTION` in flight,
+ * its earliest lease end), and `claim` reads subscriptions in that order.
+ *
+ * Implemented by `memory-delivery-queue.ts`, `sqlite-delivery-queue.ts` and
+ * `redis-delivery-queue.ts`; all pass the contract suite in
+ * `test/bridges/webhooks/delivery-queue-contract.ts`.
  */
+
+/** Attempts in flight per subscription at most, across every claimer of a store. */
+export const PER_SUBSCRIPTION = 4;
 
 /** The state of one delivery. */
 export type DeliveryStatus = 'pending' | 'in-flight' | 'succeeded' | 'dead';
@@ -27,13 +43,6 @@ export interface NewDelivery {
   nextAttemptMs: number;
 }
 
-/** A due delivery as `due` lists it: enough to choose which to start, not to send. */
-export interface DueDelivery {
-  id: string;
-  subscriptionId: string;
-  nextAttemptMs: number;
-}
-
 /** A delivery in the queue. */
 export interface Delivery extends NewDelivery {
   /** Enqueue order: a positive integer, strictly increasing. */
@@ -49,6 +58,27 @@ export interface Delivery extends NewDelivery {
   updatedMs: number;
 }
 
+/** A delivery `claim` gave: in flight under a lease, this attempt counted in `attempts`. */
+export interface ClaimedDelivery extends Delivery {
+  /** The claim token: `finish` and `release` with another token (an older claim of this delivery) are refused. */
+  claim: number;
+  /** When the lease ends, epoch ms: the delivery may be taken over by another claimer from then on. */
+  leaseUntilMs: number;
+  /** This claim took the delivery over from a claimer whose lease ran out (it may have died mid-attempt). */
+  reclaimed: boolean;
+}
+
+/** One claim, as `finish` and `release` name it. */
+export interface ClaimRef {
+  id: string;
+  claim: number;
+}
+
+/** The end of one claimed attempt, as `finish` records it. */
+export interface FinishedAttempt extends ClaimRef {
+  outcome: AttemptOutcome;
+}
+
 /** How an attempt ended: the state to move an `in-flight` delivery to. */
 export interface AttemptOutcome {
   status: 'succeeded' | 'pending' | 'dead';
@@ -56,7 +86,7 @@ export interface AttemptOutcome {
   nextAttemptMs?: number;
   lastError?: string;
   lastStatus?: number;
-  /** The attempt was cut short by a stop, not answered: it does not count. */
+  /** The attempt was not made after all (its subscription was disabled meanwhile): it does not count. */
   uncount?: boolean;
 }
 
@@ -80,17 +110,27 @@ export interface DeliveryQueue {
   /** Adds deliveries; an id already in the queue is skipped (re-enqueueing is safe). Returns how many were added. */
   enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number>;
   /**
-   * `pending` deliveries due at `nowMs`, earliest due first, at most `limit`, leaving out those of
-   * `excludeSubscriptions` (subscriptions already at their concurrency limit). Changes nothing.
+   * Leased claim: up to `limit` deliveries due at `nowMs` (pending with `nextAttemptMs <= nowMs`, or
+   * in flight under a lease that ended by `nowMs`), subscription by subscription in the order they
+   * became due, then by due time and enqueue order, never bringing a subscription above
+   * `PER_SUBSCRIPTION` live leases. Atomically, each becomes `in-flight` with `attempts + 1`, a new
+   * claim token and a lease until `nowMs + leaseMs`; of two concurrent claimers, never both get one
+   * delivery.
    */
-  due(nowMs: number, limit: number, excludeSubscriptions: string[]): Promise<DueDelivery[]>;
-  /** Moves a `pending` delivery to `in-flight`, counting the attempt; returns it so, or undefined if it is no longer pending. */
-  begin(id: string, nowMs: number): Promise<Delivery | undefined>;
-  /** Moves an `in-flight` delivery to the outcome; false if it is no longer in flight (cancelled). */
-  finish(id: string, outcome: AttemptOutcome, nowMs: number): Promise<boolean>;
-  /** Moves every `in-flight` delivery back to `pending`, due at `nowMs` (recovery at start). Returns how many. */
-  requeueInFlight(nowMs: number): Promise<number>;
-  /** The earliest `next attempt` of a pending delivery, or undefined when none is pending. */
+  claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>;
+  /**
+   * Records the outcomes of claimed attempts in ONE durable write (a transaction, one script),
+   * in order. Returns, per attempt, whether it was recorded: false when the claim is no longer
+   * current (its lease ran out and another claimer took the delivery, or it was cancelled).
+   */
+  finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]>;
+  /** Gives claims back unattempted (shutdown): `pending`, due at `nowMs`, the attempt not counted. Stale claims are skipped. Returns how many. */
+  release(claims: ClaimRef[], nowMs: number): Promise<number>;
+  /**
+   * The earliest instant `claim` may find work: the earliest due time over subscriptions with a free
+   * slot, or the earliest lease end of a subscription at `PER_SUBSCRIPTION`; undefined when nothing is
+   * pending or in flight.
+   */
   nextDueMs(): Promise<number | undefined>;
   /** Deletes the `pending` deliveries of a subscription (it was disabled). Returns how many. */
   cancelPending(subscriptionId: string): Promise<number>;

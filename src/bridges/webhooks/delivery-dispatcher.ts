@@ -1,30 +1,37 @@
 /**
- * The delivery dispatcher: takes due deliveries from the queue and attempts them, at most
- * `webhooks.concurrency` at once overall and `PER_SUBSCRIPTION` per subscription, so one slow
- * receiver holds at most its own slots and never the others'. Each attempt is signed afresh (a new
- * `webhook-timestamp`) under the delivery's stable `webhook-id`, and its verdict (`retry-policy.ts`)
- * is written to the queue before the slot is freed.
+ * The delivery dispatcher: claims due deliveries from the queue with a lease (`DeliveryQueue.claim`)
+ * and attempts them, at most `webhooks.concurrency` at once overall and `PER_SUBSCRIPTION` per
+ * subscription (the queue enforces it across replicas), so one slow receiver holds at most its own
+ * slots and never the others'. Claimed deliveries are held in memory until their attempt ends;
+ * nothing in flight is read again, and a dead replica's claims come back to the others when their
+ * lease ends. Each attempt is signed afresh (a new `webhook-timestamp`) under the delivery's stable
+ * `webhook-id`, and its verdict (`retry-policy.ts`) is written to the queue, in batches with the
+ * verdicts of attempts ending at the same time (`OutcomeWriter`), before the slot is freed.
  *
- * Wake-ups: an enqueue (`wake()`), the end of an attempt, and one timer at the earliest due retry.
- * `close()` stops taking deliveries, aborts the attempts in flight and puts them back to `pending`
- * without counting them (at-least-once: a receiver may see such a message again).
+ * Wake-ups: an enqueue (`wake()`), the end of an attempt, and one timer at the earliest due retry
+ * (at most `MAX_IDLE_MS` away, for slots freed by other replicas). `close()` stops taking
+ * deliveries, aborts the attempts in flight and releases their claims without counting them
+ * (at-least-once: a receiver may see such a message again).
  */
 import type { Logger } from 'pino';
 import type { WebhookMetrics } from '../../metrics/webhooks.ts';
-import type { Delivery, DeliveryQueue } from './DeliveryQueue.ts';
+import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue } from './DeliveryQueue.ts';
 import type { DeliveryResponse } from './delivery-client.ts';
+import { OutcomeWriter } from './outcome-writer.ts';
 import { judgeAttempt, type AttemptVerdict } from './retry-policy.ts';
 import { webhookHeaders } from './signer.ts';
 import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
 
-/** Attempts in flight per subscription at most. */
-export const PER_SUBSCRIPTION = 4;
+export { PER_SUBSCRIPTION } from './DeliveryQueue.ts';
 
 /** Delay of the next look at the queue after a failure to read it, ms. */
 const QUEUE_ERROR_BACKOFF_MS = 1000;
 
-/** Longest timer Node accepts (about 24.8 days); a later retry is looked at again then. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Longest sleep between two looks at the queue, ms: slots freed and retries rescheduled by other replicas wake no one here. */
+export const MAX_IDLE_MS = 1000;
+
+/** What a lease adds to the attempt timeout by default, ms. */
+export const LEASE_MARGIN_MS = 5000;
 
 /** What the dispatcher posts with (the `DeliveryClient`, or a stand-in in tests and benchmarks). */
 export interface DeliveryPoster {
@@ -40,6 +47,12 @@ export interface DispatcherOptions {
   scheduleMs: number[];
   /** Attempts in flight overall (`webhooks.concurrency`). */
   concurrency: number;
+  /**
+   * Lease of a claimed delivery, ms: no other claimer takes it meanwhile; a dead claimer's
+   * deliveries come back after it. Give the attempt timeout (`webhooks.timeout`) plus
+   * `LEASE_MARGIN_MS`, so an attempt never outlives its lease.
+   */
+  leaseMs: number;
   metrics: WebhookMetrics;
   logger: Logger;
   /** Clock, epoch ms; default `Date.now`. */
@@ -52,12 +65,14 @@ interface Attempt {
   done: Promise<void>;
 }
 
+/** A release outcome: the claim back to `pending`, due now, not counted. */
+
 /** Runs delivery attempts from the queue within the concurrency limits. */
 export class DeliveryDispatcher {
   readonly #o: DispatcherOptions;
   readonly #now: () => number;
+  readonly #outcomes: OutcomeWriter;
   readonly #inFlight = new Map<string, Attempt>();
-  readonly #perSubscription = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #pump: Promise<void> | undefined;
   #again = false;
@@ -67,13 +82,11 @@ export class DeliveryDispatcher {
   constructor(options: DispatcherOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#outcomes = new OutcomeWriter(options.queue);
   }
 
-  /** Puts deliveries interrupted by a previous stop back to `pending`, then starts dispatching. */
+  /** Starts dispatching. Deliveries a killed process left in flight are claimed again when their lease ends. */
   async start(): Promise<void> {
-    const requeued = await this.#o.queue.requeueInFlight(this.#now());
-    if (requeued > 0) this.#o.metrics.claims.inc({ outcome: 'requeued' }, requeued);
-    if (requeued > 0) this.#o.logger.info({ requeued }, 'webhook deliveries interrupted by the last stop are due again');
     this.wake();
   }
 
@@ -99,7 +112,7 @@ export class DeliveryDispatcher {
     return this.#inFlight.size;
   }
 
-  /** Stops dispatching; aborted attempts go back to `pending`. Resolves when every write is done. Idempotent. */
+  /** Stops dispatching; aborted attempts' claims are released (due again, not counted). Resolves when every write is done. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;
@@ -126,45 +139,39 @@ export class DeliveryDispatcher {
     }
   }
 
-  /** Starts due deliveries until the global limit is reached or none can start. */
+  /** Claims due deliveries up to the free slots and starts them, until the global limit is reached or nothing more is due. */
   async #fill(): Promise<void> {
     while (!this.#closed) {
       const free = this.#o.concurrency - this.#inFlight.size;
       if (free <= 0) return;
-      const due = await this.#o.queue.due(this.#now(), free, this.#saturated());
-      let started = 0;
-      for (const candidate of due) {
-        if (this.#closed || this.#inFlight.size >= this.#o.concurrency) return;
-        if (this.#count(candidate.subscriptionId) >= PER_SUBSCRIPTION) continue;
-        const delivery = await this.#o.queue.begin(candidate.id, this.#now());
-        this.#o.metrics.claims.inc({ outcome: delivery ? 'claimed' : 'taken' });
-        if (delivery) {
-          this.#launch(delivery);
-          started += 1;
-        }
-      }
-      // Fewer rows than asked: nothing else is due. None started: only saturated ones were due.
-      if (due.length < free || started === 0) return;
+      const claimed = await this.#o.queue.claim(this.#now(), free, this.#o.leaseMs);
+      for (const delivery of claimed) this.#o.metrics.claims.inc({ outcome: delivery.reclaimed ? 'reclaimed' : 'claimed' });
+      if (this.#closed) return this.#release(claimed);
+      for (const delivery of claimed) this.#launch(delivery);
+      if (claimed.length < free) return;
     }
   }
 
-  /** Registers an attempt as in flight and runs it; its end frees the slots and wakes the pump. */
-  #launch(delivery: Delivery): void {
+  /** Gives claims back unattempted (shutdown): due again now, the attempt not counted. */
+  async #release(claimed: ClaimedDelivery[]): Promise<void> {
+    if (claimed.length === 0) return;
+    const released = await this.#o.queue.release(claimed, this.#now());
+    this.#o.metrics.claims.inc({ outcome: 'released' }, released);
+  }
+
+  /** Registers an attempt as in flight and runs it; its end frees the slot and wakes the pump. */
+  #launch(delivery: ClaimedDelivery): void {
     const controller = new AbortController();
-    this.#perSubscription.set(delivery.subscriptionId, this.#count(delivery.subscriptionId) + 1);
     const done = this.#attempt(delivery, controller.signal)
-      .catch((err: unknown) => this.#o.logger.error({ err, delivery: delivery.id }, 'webhook attempt could not be recorded'))
+      .catch((err: unknown) => this.#o.logger.error({ err, delivery: delivery.id }, 'webhook attempt could not be recorded; the delivery is due again when its lease ends'))
       .finally(() => {
         this.#inFlight.delete(delivery.id);
-        const left = this.#count(delivery.subscriptionId) - 1;
-        if (left > 0) this.#perSubscription.set(delivery.subscriptionId, left);
-        else this.#perSubscription.delete(delivery.subscriptionId);
         this.wake();
       });
     this.#inFlight.set(delivery.id, { subscriptionId: delivery.subscriptionId, controller, done });
   }
 
-  async #attempt(delivery: Delivery, signal: AbortSignal): Promise<void> {
+  async #attempt(delivery: ClaimedDelivery, signal: AbortSignal): Promise<void> {
     const { queue, subscriptions } = this.#o;
     const subscription = await subscriptions.get(delivery.subscriptionId);
     if (!subscription) {
@@ -172,24 +179,31 @@ export class DeliveryDispatcher {
       await queue.deleteSubscription(delivery.subscriptionId);
       return;
     }
-    if (subscription.status !== 'active' || signal.aborted) {
-      await queue.finish(delivery.id, { status: subscription.status === 'active' ? 'pending' : 'dead', uncount: true }, this.#now());
+    if (signal.aborted) return this.#release([delivery]);
+    if (subscription.status !== 'active') {
+      await this.#record(delivery, { status: 'dead', uncount: true });
       return;
     }
     const started = this.#now();
     const result = await this.#post(subscription, delivery, signal);
-    if (signal.aborted) {
-      await queue.finish(delivery.id, { status: 'pending', nextAttemptMs: this.#now(), uncount: true }, this.#now());
-      return;
-    }
+    if (signal.aborted) return this.#release([delivery]);
     this.#o.metrics.latency.observe((this.#now() - started) / 1000);
     this.#o.metrics.attempts.inc({ result: attemptResult(result) });
     const verdict = judgeAttempt(result, delivery.attempts, this.#o.scheduleMs, this.#now());
-    await queue.finish(delivery.id, verdict.outcome, this.#now());
-    await this.#settle(subscription, verdict);
+    if (await this.#record(delivery, verdict.outcome)) await this.#settle(subscription, verdict);
   }
 
-  #post(subscription: Subscription, delivery: Delivery, signal: AbortSignal): Promise<DeliveryResponse> {
+  /** Writes an attempt's outcome (batched); false, counted as `lost`, when the lease had run out and another claimer took the delivery over. */
+  async #record(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<boolean> {
+    const recorded = await this.#outcomes.record({ id: delivery.id, claim: delivery.claim, outcome }, this.#now());
+    if (!recorded) {
+      this.#o.metrics.claims.inc({ outcome: 'lost' });
+      this.#o.logger.warn({ delivery: delivery.id }, 'webhook attempt outlived its lease: its outcome is left to the claimer that took the delivery over');
+    }
+    return recorded;
+  }
+
+  #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {
     const headers = webhookHeaders(delivery.id, Math.floor(this.#now() / 1000), delivery.payload, subscription.secret);
     return this.#o.client.post(subscription.url, headers, delivery.payload, signal);
   }
@@ -210,7 +224,7 @@ export class DeliveryDispatcher {
     }
   }
 
-  /** After a pass: a timer at the earliest pending retry (attempt ends wake the pump by themselves). */
+  /** After a pass: a timer at the earliest due work, at most `MAX_IDLE_MS` away (attempt ends wake the pump by themselves). */
   async #armTimer(): Promise<void> {
     if (this.#closed) return;
     const next = await this.#o.queue.nextDueMs();
@@ -218,22 +232,14 @@ export class DeliveryDispatcher {
     const delay = next - this.#now();
     // Due but not started: every such delivery waits for a slot, and a slot's release wakes the pump.
     if (delay <= 0 && this.#inFlight.size > 0) return;
-    this.#setTimer(Math.max(delay, 10));
+    this.#setTimer(Math.min(Math.max(delay, 10), MAX_IDLE_MS));
   }
 
   #setTimer(delayMs: number): void {
     if (this.#closed) return;
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.wake(), Math.min(delayMs, MAX_TIMER_MS));
+    this.#timer = setTimeout(() => this.wake(), delayMs);
     this.#timer.unref();
-  }
-
-  #saturated(): string[] {
-    return [...this.#perSubscription].filter(([, n]) => n >= PER_SUBSCRIPTION).map(([id]) => id);
-  }
-
-  #count(subscriptionId: string): number {
-    return this.#perSubscription.get(subscriptionId) ?? 0;
   }
 }
 

@@ -1,15 +1,16 @@
 /**
  * The webhook delivery queue on Redis (`storage.driver: redis`), shared by every replica on one
- * prefix. Each delivery is a hash `P dq:d:{id}`; indexes: `P dq:pending`, `P dq:succeeded` and
- * `P dq:dead` sorted sets (by next attempt, resp. finish time) of members `{seq16}|{id}` (so ties
- * order by enqueue order), `P dq:inflight` the set of ids being attempted, `P dq:sub:{subscription}`
- * ids by seq, and `P dq:seq` the counter. Every state change is one Lua script: of two replicas
- * that `begin` one delivery, exactly one gets it, so no attempt runs twice at once.
+ * prefix. Each delivery is a hash `P dq:d:{id}`. Per subscription: `P dq:due:{sub}` its pending
+ * deliveries and `P dq:lease:{sub}` its in-flight ones, sorted sets (by next attempt, resp. lease
+ * end) of members `{seq16}|{id}` (ties order by enqueue order), and `P dq:sub:{sub}` its ids by seq.
+ * The due index is `P dq:ready`: subscriptions by when they can next give work (`DeliveryQueue`), so
+ * a claim reads ready subscriptions and seeks into each, never walking a backlog. Also `P dq:succeeded`
+ * and `P dq:dead` (by finish time), `P dq:n` (pending and in-flight counts) and `P dq:seq`.
  *
- * `requeueInFlight` (recovery at start) puts back every in-flight delivery of the prefix, other
- * replicas' included: until the queue has leased claims, start replicas one at a time or accept a
- * possible repeated attempt (deliveries are at-least-once; receivers de-duplicate by `webhook-id`).
- * Key names are built from the prefix inside the scripts, so Redis Cluster is not supported.
+ * Every state change is one Lua script, so a claim is atomic across replicas: of two replicas
+ * claiming at once, never both get one delivery, and the `PER_SUBSCRIPTION` cap holds for both
+ * together. A killed replica's claims come back when their lease ends. Key names are built from the
+ * prefix inside the scripts, so Redis Cluster is not supported.
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
@@ -17,13 +18,15 @@ import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
 import {
   DELIVERY_STATUSES,
+  PER_SUBSCRIPTION,
   zeroCounts,
-  type AttemptOutcome,
+  type ClaimedDelivery,
+  type ClaimRef,
   type Delivery,
   type DeliveryPage,
   type DeliveryQueue,
   type DeliveryStatus,
-  type DueDelivery,
+  type FinishedAttempt,
   type NewDelivery,
   type PurgeLimits,
 } from './DeliveryQueue.ts';
@@ -31,129 +34,178 @@ import {
 /** Where the queue connects. */
 export type RedisDeliveryQueueOptions = RedisStoreOptions;
 
-/** Shared Lua: the member of a delivery in the status sorted sets, and the full removal of one. */
+/**
+ * Shared Lua: ARGV[1] is the prefix, ARGV[2] the time (ms). `lane` sets when a subscription can
+ * next give work (at the cap: its first live lease end; else its first due time or lease end);
+ * `remove` deletes one delivery from every index.
+ */
 const HELPERS = `
 local p = ARGV[1]
+local now = tonumber(ARGV[2])
+local PER = ${PER_SUBSCRIPTION}
 local function member(id) return string.format('%016d', tonumber(redis.call('HGET', p .. 'dq:d:' .. id, 'seq'))) .. '|' .. id end
+local function idOf(m) return string.sub(m, 18) end
+local function lane(sub)
+  local leases = p .. 'dq:lease:' .. sub
+  local at
+  if redis.call('ZCOUNT', leases, '(' .. now, '+inf') >= PER then
+    at = redis.call('ZRANGEBYSCORE', leases, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
+  else
+    local lease = redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')[2]
+    local head = redis.call('ZRANGE', p .. 'dq:due:' .. sub, 0, 0, 'WITHSCORES')[2]
+    if lease and head then at = (tonumber(lease) < tonumber(head)) and lease or head else at = lease or head end
+  end
+  if at then redis.call('ZADD', p .. 'dq:ready', at, sub) else redis.call('ZREM', p .. 'dq:ready', sub) end
+end
 local function remove(id)
   local key = p .. 'dq:d:' .. id
   local sub = redis.call('HGET', key, 'subscriptionId')
   if not sub then return 0 end
   local m = member(id)
-  redis.call('ZREM', p .. 'dq:pending', m)
+  local status = redis.call('HGET', key, 'status')
+  if status == 'pending' or status == 'in-flight' then redis.call('HINCRBY', p .. 'dq:n', status, -1) end
+  redis.call('ZREM', p .. 'dq:due:' .. sub, m)
+  redis.call('ZREM', p .. 'dq:lease:' .. sub, m)
   redis.call('ZREM', p .. 'dq:succeeded', m)
   redis.call('ZREM', p .. 'dq:dead', m)
-  redis.call('SREM', p .. 'dq:inflight', id)
   redis.call('ZREM', p .. 'dq:sub:' .. sub, id)
   redis.call('DEL', key)
   return 1
 end
-local function idOf(m) return string.sub(m, 18) end
 `;
 
 /** ARGV: prefix, now, then per delivery: id, subscriptionId, eventId, eventType, payload, nextAttemptMs. */
 const ENQUEUE = new RedisScript(`${HELPERS}
-local added = 0
+local added, touched = 0, {}
 for i = 3, #ARGV, 6 do
-  local id = ARGV[i]
+  local id, sub = ARGV[i], ARGV[i + 1]
   local key = p .. 'dq:d:' .. id
   if redis.call('EXISTS', key) == 0 then
     local seq = redis.call('INCR', p .. 'dq:seq')
-    redis.call('HSET', key, 'id', id, 'subscriptionId', ARGV[i + 1], 'eventId', ARGV[i + 2], 'eventType', ARGV[i + 3], 'payload', ARGV[i + 4],
-      'nextAttemptMs', ARGV[i + 5], 'seq', seq, 'status', 'pending', 'attempts', 0, 'createdMs', ARGV[2], 'updatedMs', ARGV[2])
-    redis.call('ZADD', p .. 'dq:pending', ARGV[i + 5], member(id))
-    redis.call('ZADD', p .. 'dq:sub:' .. ARGV[i + 1], seq, id)
+    redis.call('HSET', key, 'id', id, 'subscriptionId', sub, 'eventId', ARGV[i + 2], 'eventType', ARGV[i + 3], 'payload', ARGV[i + 4],
+      'nextAttemptMs', ARGV[i + 5], 'seq', seq, 'status', 'pending', 'attempts', 0, 'claim', 0, 'createdMs', ARGV[2], 'updatedMs', ARGV[2])
+    redis.call('ZADD', p .. 'dq:due:' .. sub, ARGV[i + 5], member(id))
+    redis.call('ZADD', p .. 'dq:sub:' .. sub, seq, id)
+    touched[sub] = true
     added = added + 1
   end
 end
+redis.call('HINCRBY', p .. 'dq:n', 'pending', added)
+for sub in pairs(touched) do lane(sub) end
 return added`);
 
-/** ARGV: prefix, now, limit, excluded subscription ids...; returns id, subscriptionId, nextAttemptMs triples. */
-const DUE = new RedisScript(`${HELPERS}
-local excluded = {}
-for i = 4, #ARGV do excluded[ARGV[i]] = true end
-local limit = tonumber(ARGV[3])
-local out, found, offset = {}, 0, 0
-while found < limit do
-  local batch = redis.call('ZRANGEBYSCORE', p .. 'dq:pending', '-inf', ARGV[2], 'WITHSCORES', 'LIMIT', offset, 200)
-  if #batch == 0 then break end
-  for i = 1, #batch, 2 do
-    local id = idOf(batch[i])
-    local sub = redis.call('HGET', p .. 'dq:d:' .. id, 'subscriptionId')
-    if sub and not excluded[sub] and found < limit then
-      table.insert(out, id); table.insert(out, sub); table.insert(out, batch[i + 1])
-      found = found + 1
-    end
+/**
+ * ARGV: prefix, now, limit, leaseMs; returns per claimed delivery { reclaimed (1/0), hash fields... }.
+ * Each ready lane read gives at least one delivery or moves past now, so the loop ends.
+ */
+const CLAIM = new RedisScript(`${HELPERS}
+local limit, leaseUntil = tonumber(ARGV[3]), now + tonumber(ARGV[4])
+local out = {}
+local function take(sub, m, reclaimed)
+  local id = idOf(m)
+  local key = p .. 'dq:d:' .. id
+  if reclaimed == 0 then
+    redis.call('ZREM', p .. 'dq:due:' .. sub, m)
+    redis.call('HINCRBY', p .. 'dq:n', 'pending', -1)
+    redis.call('HINCRBY', p .. 'dq:n', 'in-flight', 1)
   end
-  offset = offset + 200
+  redis.call('ZADD', p .. 'dq:lease:' .. sub, leaseUntil, m)
+  redis.call('HINCRBY', key, 'attempts', 1)
+  redis.call('HINCRBY', key, 'claim', 1)
+  redis.call('HSET', key, 'status', 'in-flight', 'leaseUntilMs', leaseUntil, 'updatedMs', ARGV[2])
+  local fields = redis.call('HGETALL', key)
+  table.insert(fields, 1, reclaimed)
+  table.insert(out, fields)
+end
+while #out < limit do
+  local lanes = redis.call('ZRANGEBYSCORE', p .. 'dq:ready', '-inf', now, 'LIMIT', 0, limit - #out)
+  if #lanes == 0 then break end
+  local before = #out
+  for _, sub in ipairs(lanes) do
+    local leases = p .. 'dq:lease:' .. sub
+    local free = math.min(PER - redis.call('ZCOUNT', leases, '(' .. now, '+inf'), limit - #out)
+    if free > 0 then
+      local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, free)
+      local due = {}
+      if free > #expired then due = redis.call('ZRANGEBYSCORE', p .. 'dq:due:' .. sub, '-inf', now, 'LIMIT', 0, free - #expired) end
+      for _, m in ipairs(expired) do take(sub, m, 1) end
+      for _, m in ipairs(due) do take(sub, m, 0) end
+    end
+    lane(sub)
+  end
+  if #out == before then break end
 end
 return out`);
 
-/** ARGV: prefix, id, now; returns the delivery's fields, or nil. */
-const BEGIN = new RedisScript(`${HELPERS}
-local key = p .. 'dq:d:' .. ARGV[2]
-if redis.call('HGET', key, 'status') ~= 'pending' then return false end
-redis.call('ZREM', p .. 'dq:pending', member(ARGV[2]))
-redis.call('SADD', p .. 'dq:inflight', ARGV[2])
-redis.call('HINCRBY', key, 'attempts', 1)
-redis.call('HSET', key, 'status', 'in-flight', 'updatedMs', ARGV[3])
-return redis.call('HGETALL', key)`);
-
-/** ARGV: prefix, id, now, status, nextAttemptMs ('' = keep), uncount ('1'), lastError ('' = none), lastStatus ('' = none). */
+/**
+ * ARGV: prefix, now, then per attempt: id, claim, status, nextAttemptMs ('' = keep), uncount ('1'),
+ * lastError ('' = none), lastStatus ('' = none). Returns 1 (recorded) or 0 (not the current claim) per attempt.
+ */
 const FINISH = new RedisScript(`${HELPERS}
-local key = p .. 'dq:d:' .. ARGV[2]
-if redis.call('HGET', key, 'status') ~= 'in-flight' then return 0 end
-redis.call('SREM', p .. 'dq:inflight', ARGV[2])
-redis.call('HSET', key, 'status', ARGV[4], 'updatedMs', ARGV[3])
-if ARGV[5] ~= '' then redis.call('HSET', key, 'nextAttemptMs', ARGV[5]) end
-if ARGV[6] == '1' then
-  redis.call('HINCRBY', key, 'attempts', -1)
-else
-  if ARGV[7] ~= '' then redis.call('HSET', key, 'lastError', ARGV[7]) else redis.call('HDEL', key, 'lastError') end
-  if ARGV[8] ~= '' then redis.call('HSET', key, 'lastStatus', ARGV[8]) else redis.call('HDEL', key, 'lastStatus') end
+local out, touched = {}, {}
+for i = 3, #ARGV, 7 do
+  local id = ARGV[i]
+  local key = p .. 'dq:d:' .. id
+  local state = redis.call('HMGET', key, 'status', 'claim', 'subscriptionId')
+  if state[1] ~= 'in-flight' or state[2] ~= ARGV[i + 1] then
+    table.insert(out, 0)
+  else
+    local sub, status, m = state[3], ARGV[i + 2], member(id)
+    redis.call('ZREM', p .. 'dq:lease:' .. sub, m)
+    redis.call('HINCRBY', p .. 'dq:n', 'in-flight', -1)
+    redis.call('HDEL', key, 'leaseUntilMs')
+    redis.call('HSET', key, 'status', status, 'updatedMs', ARGV[2])
+    if ARGV[i + 3] ~= '' then redis.call('HSET', key, 'nextAttemptMs', ARGV[i + 3]) end
+    if ARGV[i + 4] == '1' then
+      redis.call('HINCRBY', key, 'attempts', -1)
+    else
+      if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'lastError', ARGV[i + 5]) else redis.call('HDEL', key, 'lastError') end
+      if ARGV[i + 6] ~= '' then redis.call('HSET', key, 'lastStatus', ARGV[i + 6]) else redis.call('HDEL', key, 'lastStatus') end
+    end
+    if status == 'pending' then
+      redis.call('ZADD', p .. 'dq:due:' .. sub, redis.call('HGET', key, 'nextAttemptMs'), m)
+      redis.call('HINCRBY', p .. 'dq:n', 'pending', 1)
+    else
+      redis.call('ZADD', p .. 'dq:' .. status, ARGV[2], m)
+    end
+    touched[sub] = true
+    table.insert(out, 1)
+  end
 end
-local m = member(ARGV[2])
-if ARGV[4] == 'pending' then redis.call('ZADD', p .. 'dq:pending', redis.call('HGET', key, 'nextAttemptMs'), m)
-else redis.call('ZADD', p .. 'dq:' .. ARGV[4], ARGV[3], m) end
-return 1`);
+for sub in pairs(touched) do lane(sub) end
+return out`);
 
-/** ARGV: prefix, now. */
-const REQUEUE = new RedisScript(`${HELPERS}
-local ids = redis.call('SMEMBERS', p .. 'dq:inflight')
-for _, id in ipairs(ids) do
-  redis.call('HSET', p .. 'dq:d:' .. id, 'status', 'pending', 'nextAttemptMs', ARGV[2], 'updatedMs', ARGV[2])
-  redis.call('ZADD', p .. 'dq:pending', ARGV[2], member(id))
-end
-redis.call('DEL', p .. 'dq:inflight')
-return #ids`);
-
-/** ARGV: prefix, subscriptionId, only pending ('1') or all. */
+/** ARGV: prefix, now, subscriptionId, only pending ('1') or all. */
 const DELETE_OF = new RedisScript(`${HELPERS}
 local removed = 0
-for _, id in ipairs(redis.call('ZRANGE', p .. 'dq:sub:' .. ARGV[2], 0, -1)) do
-  if ARGV[3] ~= '1' or redis.call('HGET', p .. 'dq:d:' .. id, 'status') == 'pending' then removed = removed + remove(id) end
+local sub = ARGV[3]
+if ARGV[4] == '1' then
+  for _, m in ipairs(redis.call('ZRANGE', p .. 'dq:due:' .. sub, 0, -1)) do removed = removed + remove(idOf(m)) end
+else
+  for _, id in ipairs(redis.call('ZRANGE', p .. 'dq:sub:' .. sub, 0, -1)) do removed = removed + remove(id) end
 end
+lane(sub)
 return removed`);
 
-/** ARGV: prefix, subscriptionId, after, limit + 1, status ('' = any); returns up to limit + 1 ids in seq order. */
+/** ARGV: prefix, now (unused), subscriptionId, after, limit + 1, status ('' = any); returns up to limit + 1 ids in seq order. */
 const LIST = new RedisScript(`${HELPERS}
-local out, offset, wanted = {}, 0, tonumber(ARGV[4])
+local out, offset, wanted = {}, 0, tonumber(ARGV[5])
 while #out < wanted do
-  local batch = redis.call('ZRANGEBYSCORE', p .. 'dq:sub:' .. ARGV[2], '(' .. ARGV[3], '+inf', 'LIMIT', offset, 200)
+  local batch = redis.call('ZRANGEBYSCORE', p .. 'dq:sub:' .. ARGV[3], '(' .. ARGV[4], '+inf', 'LIMIT', offset, 200)
   if #batch == 0 then break end
   for _, id in ipairs(batch) do
-    if #out < wanted and (ARGV[5] == '' or redis.call('HGET', p .. 'dq:d:' .. id, 'status') == ARGV[5]) then table.insert(out, id) end
+    if #out < wanted and (ARGV[6] == '' or redis.call('HGET', p .. 'dq:d:' .. id, 'status') == ARGV[6]) then table.insert(out, id) end
   end
   offset = offset + 200
 end
 return out`);
 
-/** ARGV: prefix, succeededBeforeMs, deadBeforeMs, maxDead. */
+/** ARGV: prefix, now (unused), succeededBeforeMs, deadBeforeMs, maxDead. */
 const PURGE = new RedisScript(`${HELPERS}
 local removed = 0
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'dq:succeeded', '-inf', '(' .. ARGV[2])) do removed = removed + remove(idOf(m)) end
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'dq:dead', '-inf', '(' .. ARGV[3])) do removed = removed + remove(idOf(m)) end
-local excess = redis.call('ZCARD', p .. 'dq:dead') - tonumber(ARGV[4])
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'dq:succeeded', '-inf', '(' .. ARGV[3])) do removed = removed + remove(idOf(m)) end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'dq:dead', '-inf', '(' .. ARGV[4])) do removed = removed + remove(idOf(m)) end
+local excess = redis.call('ZCARD', p .. 'dq:dead') - tonumber(ARGV[5])
 if excess > 0 then
   for _, m in ipairs(redis.call('ZRANGE', p .. 'dq:dead', 0, excess - 1)) do removed = removed + remove(idOf(m)) end
 end
@@ -180,47 +232,48 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
     if (deliveries.length === 0) return 0;
     const args = deliveries.flatMap((d) => [d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, d.nextAttemptMs]);
-    return Number(await this.#run(ENQUEUE, [nowMs, ...args]));
+    return Number(await this.#run(ENQUEUE, nowMs, args));
   }
 
-  async due(nowMs: number, limit: number, excludeSubscriptions: string[]): Promise<DueDelivery[]> {
+  async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    const flat = (await this.#run(DUE, [nowMs, Math.floor(limit), ...excludeSubscriptions])) as string[];
-    const due: DueDelivery[] = [];
-    for (let i = 0; i < flat.length; i += 3) due.push({ id: flat[i]!, subscriptionId: flat[i + 1]!, nextAttemptMs: Number(flat[i + 2]) });
-    return due;
+    const claimed = (await this.#run(CLAIM, nowMs, [Math.floor(limit), leaseMs])) as Array<[number, ...string[]]>;
+    return claimed.map(([reclaimed, ...fields]) => {
+      const delivery = toDelivery(fields);
+      const f = fieldsOf(fields);
+      return { ...delivery, claim: Number(f.claim), leaseUntilMs: Number(f.leaseUntilMs), reclaimed: reclaimed === 1 };
+    });
   }
 
-  async begin(id: string, nowMs: number): Promise<Delivery | undefined> {
-    const fields = (await this.#run(BEGIN, [id, nowMs])) as string[] | null;
-    return fields ? toDelivery(fields) : undefined;
+  async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
+    if (attempts.length === 0) return [];
+    const args = attempts.flatMap(({ id, claim, outcome }) => [
+      id, claim, outcome.status, outcome.nextAttemptMs ?? '', outcome.uncount ? '1' : '', outcome.lastError ?? '', outcome.lastStatus ?? '',
+    ]);
+    return ((await this.#run(FINISH, nowMs, args)) as number[]).map((recorded) => recorded === 1);
   }
 
-  async finish(id: string, outcome: AttemptOutcome, nowMs: number): Promise<boolean> {
-    const args = [id, nowMs, outcome.status, outcome.nextAttemptMs ?? '', outcome.uncount ? '1' : '', outcome.lastError ?? '', outcome.lastStatus ?? ''];
-    return Number(await this.#run(FINISH, args)) === 1;
-  }
-
-  async requeueInFlight(nowMs: number): Promise<number> {
-    return Number(await this.#run(REQUEUE, [nowMs]));
+  async release(claims: ClaimRef[], nowMs: number): Promise<number> {
+    const released = await this.finish(claims.map((c) => ({ ...c, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
+    return released.filter(Boolean).length;
   }
 
   async nextDueMs(): Promise<number | undefined> {
     const client = this.#connected();
-    const first = await whileRedisAnswers(STORE, () => client.zrange(`${this.#p}dq:pending`, '0', '0', 'WITHSCORES'));
+    const first = await whileRedisAnswers(STORE, () => client.zrange(`${this.#p}dq:ready`, '0', '0', 'WITHSCORES'));
     return first.length === 0 ? undefined : Number(first[1]);
   }
 
   async cancelPending(subscriptionId: string): Promise<number> {
-    return Number(await this.#run(DELETE_OF, [subscriptionId, '1']));
+    return Number(await this.#run(DELETE_OF, Date.now(), [subscriptionId, '1']));
   }
 
   async deleteSubscription(subscriptionId: string): Promise<number> {
-    return Number(await this.#run(DELETE_OF, [subscriptionId, '']));
+    return Number(await this.#run(DELETE_OF, Date.now(), [subscriptionId, '']));
   }
 
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
-    const ids = (await this.#run(LIST, [subscriptionId, options.after, options.limit + 1, options.status ?? ''])) as string[];
+    const ids = (await this.#run(LIST, 0, [subscriptionId, options.after, options.limit + 1, options.status ?? ''])) as string[];
     const client = this.#connected();
     const rows = await whileRedisAnswers(STORE, () => Promise.all(ids.slice(0, options.limit).map((id) => client.hgetall(`${this.#p}dq:d:${id}`))));
     const deliveries = rows.filter((row) => row.id !== undefined).map((row) => toDelivery(Object.entries(row).flat()));
@@ -230,14 +283,14 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   async counts(): Promise<Record<DeliveryStatus, number>> {
     const client = this.#connected();
     const p = this.#p;
-    const [pending, inFlight, succeeded, dead] = await whileRedisAnswers(STORE, () =>
-      Promise.all([client.zcard(`${p}dq:pending`), client.scard(`${p}dq:inflight`), client.zcard(`${p}dq:succeeded`), client.zcard(`${p}dq:dead`)]),
+    const [[pending, inFlight], succeeded, dead] = await whileRedisAnswers(STORE, () =>
+      Promise.all([client.hmget(`${p}dq:n`, 'pending', 'in-flight'), client.zcard(`${p}dq:succeeded`), client.zcard(`${p}dq:dead`)]),
     );
-    return { ...zeroCounts(), pending, 'in-flight': inFlight, succeeded, dead };
+    return { ...zeroCounts(), pending: Number(pending ?? 0), 'in-flight': Number(inFlight ?? 0), succeeded, dead };
   }
 
   async purge(limits: PurgeLimits): Promise<number> {
-    return Number(await this.#run(PURGE, [limits.succeededBeforeMs, limits.deadBeforeMs, Math.max(0, limits.maxDead)]));
+    return Number(await this.#run(PURGE, 0, [limits.succeededBeforeMs, limits.deadBeforeMs, Math.max(0, limits.maxDead)]));
   }
 
   /** Closes the connection. Safe to call twice. */
@@ -247,9 +300,10 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     if (client) await closeRedis(client);
   }
 
-  async #run(script: RedisScript, args: Array<string | number>): Promise<unknown> {
+  /** Runs `script` with the prefix and `nowMs` (ARGV[1], ARGV[2]) before `args`. */
+  async #run(script: RedisScript, nowMs: number, args: Array<string | number>): Promise<unknown> {
     const client = this.#connected();
-    return whileRedisAnswers(STORE, () => script.run(client, [], [this.#p, ...args]));
+    return whileRedisAnswers(STORE, () => script.run(client, [], [this.#p, nowMs, ...args]));
   }
 
   #connected(): Redis {
@@ -258,10 +312,16 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   }
 }
 
-/** A delivery from its hash fields (a flat name, value list). */
-function toDelivery(fields: string[]): Delivery {
+/** Hash fields (a flat name, value list) as a record. */
+function fieldsOf(fields: string[]): Record<string, string> {
   const f: Record<string, string> = {};
   for (let i = 0; i < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  return f;
+}
+
+/** A delivery from its hash fields (a flat name, value list). */
+function toDelivery(fields: string[]): Delivery {
+  const f = fieldsOf(fields);
   const status = f.status as DeliveryStatus;
   if (!DELIVERY_STATUSES.includes(status)) throw new Error(`delivery ${f.id} has an unknown status`);
   return {

@@ -3,17 +3,26 @@
  * gateway's database file, through a connection of its own (`storage/sqlite.ts`). Every state
  * change is committed before the call resolves (WAL, `synchronous=FULL`: survives a killed process
  * and a power loss), so nothing enqueued is lost across a restart; a delivery left `in-flight` by a
- * stop is found by `requeueInFlight` and attempted again (at-least-once).
+ * killed process is claimed again when its lease runs out (at-least-once).
+ *
+ * Due index: `webhook_delivery_lanes` holds, per subscription with unfinished deliveries, when it
+ * can next give work (`ready_ms`, see `DeliveryQueue`). `claim` reads lanes in that order and takes
+ * each lane's due deliveries from the `(subscription_id, status, next_attempt_ms, seq)` index, so a
+ * subscription with a large backlog costs one index seek, and one at its `PER_SUBSCRIPTION` limit
+ * is not looked at before its first lease ends.
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import {
+  PER_SUBSCRIPTION,
   zeroCounts,
   type AttemptOutcome,
+  type ClaimedDelivery,
+  type ClaimRef,
   type Delivery,
   type DeliveryPage,
   type DeliveryQueue,
   type DeliveryStatus,
-  type DueDelivery,
+  type FinishedAttempt,
   type NewDelivery,
   type PurgeLimits,
 } from './DeliveryQueue.ts';
@@ -33,13 +42,37 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
   last_error       TEXT,
   last_status      INTEGER,
   created_ms       INTEGER NOT NULL,
-  updated_ms       INTEGER NOT NULL
+  updated_ms       INTEGER NOT NULL,
+  claim            INTEGER NOT NULL DEFAULT 0,
+  lease_until_ms   INTEGER
 );
--- Covers due(): choosing among thousands of due rows never reads a row's payload.
-CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms, seq, subscription_id, id);
+CREATE TABLE IF NOT EXISTS webhook_delivery_lanes (
+  subscription_id  TEXT PRIMARY KEY,
+  ready_ms         INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS webhook_delivery_lanes_ready ON webhook_delivery_lanes (ready_ms, subscription_id);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_subscription ON webhook_deliveries (subscription_id, seq);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (status, updated_ms);
 `;
+
+/** Run after `SCHEMA`: brings a table made before leased claims to the current shape (idempotent). */
+function migrate(db: DatabaseSync): void {
+  const columns = (db.prepare(`PRAGMA table_info(webhook_deliveries)`).all() as Array<{ name: string }>).map((c) => c.name);
+  if (!columns.includes('claim')) {
+    db.exec(`ALTER TABLE webhook_deliveries ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE webhook_deliveries ADD COLUMN lease_until_ms INTEGER;
+      UPDATE webhook_deliveries SET lease_until_ms = 0 WHERE status = 'in-flight';
+      DROP INDEX IF EXISTS webhook_deliveries_due;`);
+  }
+  // Lanes and claims by subscription; an index of in-flight leases is kept small by a partial index.
+  db.exec(`CREATE INDEX IF NOT EXISTS webhook_deliveries_lane ON webhook_deliveries (subscription_id, status, next_attempt_ms, seq);
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_leases ON webhook_deliveries (subscription_id, lease_until_ms, seq) WHERE status = 'in-flight';`);
+  if (!columns.includes('claim')) {
+    const subscriptions = db.prepare(`SELECT DISTINCT subscription_id AS id FROM webhook_deliveries WHERE status IN ('pending', 'in-flight')`).all();
+    const insert = db.prepare(`INSERT OR IGNORE INTO webhook_delivery_lanes (subscription_id, ready_ms) VALUES (?, 0)`);
+    for (const row of subscriptions) insert.run(row.id as string);
+  }
+}
 
 const COLUMNS = 'seq, id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, last_error, last_status, created_ms, updated_ms';
 
@@ -60,7 +93,8 @@ interface Row {
 }
 
 type Statements = Record<
-  | 'insert' | 'due' | 'start' | 'finish' | 'uncount' | 'requeue' | 'nextDue'
+  | 'insert' | 'readyLanes' | 'expired' | 'duePending' | 'take' | 'finish' | 'uncount'
+  | 'liveLeases' | 'firstLease' | 'firstPending' | 'setLane' | 'deleteLane' | 'nextDue'
   | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'purgeAged' | 'purgeDead',
   StatementSync
 >;
@@ -79,47 +113,72 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
-    return this.#sqlite.transaction((sql) =>
-      deliveries.reduce(
-        (added, d) => added + Number(sql.insert.run(d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, d.nextAttemptMs, nowMs, nowMs).changes),
-        0,
-      ),
-    );
+    return this.#sqlite.transaction((sql) => {
+      let added = 0;
+      const touched = new Set<string>();
+      for (const d of deliveries) {
+        const changes = Number(sql.insert.run(d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, d.nextAttemptMs, nowMs, nowMs).changes);
+        if (changes > 0) touched.add(d.subscriptionId);
+        added += changes;
+      }
+      for (const subscriptionId of touched) updateLane(sql, subscriptionId, nowMs);
+      return added;
+    });
   }
 
-  async due(nowMs: number, limit: number, excludeSubscriptions: string[]): Promise<DueDelivery[]> {
-    const rows = this.#sqlite.statements.due.all(nowMs, JSON.stringify(excludeSubscriptions), limit) as unknown as Row[];
-    return rows.map((r) => ({ id: r.id, subscriptionId: r.subscription_id, nextAttemptMs: r.next_attempt_ms }));
+  async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    if (limit <= 0) return [];
+    return this.#sqlite.transaction((sql) => {
+      const claimed: ClaimedDelivery[] = [];
+      // Each lane read gives at least one delivery or is moved past `nowMs`, so this ends.
+      while (claimed.length < limit) {
+        const lanes = sql.readyLanes.all(nowMs, limit - claimed.length) as Array<{ subscription_id: string }>;
+        const before = claimed.length;
+        for (const { subscription_id: subscriptionId } of lanes) {
+          const free = Math.min(PER_SUBSCRIPTION - liveLeases(sql, subscriptionId, nowMs), limit - claimed.length);
+          if (free > 0) {
+            const expired = sql.expired.all(subscriptionId, nowMs, free) as Array<{ seq: number }>;
+            const due = sql.duePending.all(subscriptionId, nowMs, free - expired.length) as Array<{ seq: number }>;
+            for (const { seq } of expired) claimed.push(take(sql, seq, nowMs, leaseMs, true));
+            for (const { seq } of due) claimed.push(take(sql, seq, nowMs, leaseMs, false));
+          }
+          updateLane(sql, subscriptionId, nowMs);
+        }
+        if (lanes.length === 0 || claimed.length === before) break;
+      }
+      return claimed;
+    });
   }
 
-  async begin(id: string, nowMs: number): Promise<Delivery | undefined> {
-    const row = this.#sqlite.statements.start.get(nowMs, id) as unknown as Row | undefined;
-    return row && fromRow(row);
+  async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
+    if (attempts.length === 0) return [];
+    return this.#sqlite.transaction((sql) => {
+      const touched = new Set<string>();
+      const recorded = attempts.map(({ id, claim, outcome }) => {
+        const row = record(sql, id, claim, outcome, nowMs);
+        if (row) touched.add(row.subscription_id);
+        return row !== undefined;
+      });
+      for (const subscriptionId of touched) updateLane(sql, subscriptionId, nowMs);
+      return recorded;
+    });
   }
 
-  async finish(id: string, outcome: AttemptOutcome, nowMs: number): Promise<boolean> {
-    const sql = this.#sqlite.statements;
-    if (outcome.uncount) return Number(sql.uncount.run(outcome.status, outcome.nextAttemptMs ?? null, nowMs, id).changes) > 0;
-    const changes = sql.finish.run(
-      outcome.status, outcome.nextAttemptMs ?? null, outcome.lastError ?? null, outcome.lastStatus ?? null, nowMs, id,
-    ).changes;
-    return Number(changes) > 0;
+  async release(claims: ClaimRef[], nowMs: number): Promise<number> {
+    const released = await this.finish(claims.map((c) => ({ ...c, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
+    return released.filter(Boolean).length;
   }
 
-  async requeueInFlight(nowMs: number): Promise<number> {
-    return Number(this.#sqlite.statements.requeue.run(nowMs, nowMs).changes);
-  }
-
-  async nextDueMs(): Promise<number | undefined> {
+async nextDueMs(): Promise<number | undefined> {
     return (this.#sqlite.statements.nextDue.get()?.next as number | null | undefined) ?? undefined;
   }
 
   async cancelPending(subscriptionId: string): Promise<number> {
-    return Number(this.#sqlite.statements.cancelPending.run(subscriptionId).changes);
+    return this.#deleteOf(subscriptionId, 'cancelPending');
   }
 
   async deleteSubscription(subscriptionId: string): Promise<number> {
-    return Number(this.#sqlite.statements.deleteSubscription.run(subscriptionId).changes);
+    return this.#deleteOf(subscriptionId, 'deleteSubscription');
   }
 
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
@@ -148,35 +207,93 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     this.#sqlite.close();
   }
 
+  /** Deletes deliveries of a subscription with `statement`, and updates its lane, in one transaction. */
+  #deleteOf(subscriptionId: string, statement: 'cancelPending' | 'deleteSubscription'): number {
+    return this.#sqlite.transaction((sql) => {
+      const removed = Number(sql[statement].run(subscriptionId).changes);
+      updateLane(sql, subscriptionId, Date.now());
+      return removed;
+    });
+  }
+
   #rows(statement: StatementSync, ...params: SQLInputValue[]): Delivery[] {
     return (statement.all(...params) as unknown as Row[]).map(fromRow);
   }
 }
 
+/** Live leases (ending after `nowMs`) of a subscription. */
+function liveLeases(sql: Statements, subscriptionId: string, nowMs: number): number {
+  return Number(sql.liveLeases.get(subscriptionId, nowMs)!.n);
+}
+
+/** Claims the row `seq`: in flight under a new claim token and lease, its attempt counted. */
+function take(sql: Statements, seq: number, nowMs: number, leaseMs: number, reclaimed: boolean): ClaimedDelivery {
+  const row = sql.take.get(nowMs + leaseMs, nowMs, seq) as unknown as Row & { claim: number; lease_until_ms: number };
+  return { ...fromRow(row), claim: row.claim, leaseUntilMs: row.lease_until_ms, reclaimed };
+}
+
+/** Records one outcome if `claim` is the delivery's current claim; returns the row's subscription, or undefined. */
+function record(sql: Statements, id: string, claim: number, outcome: AttemptOutcome, nowMs: number): { subscription_id: string } | undefined {
+  const next = outcome.nextAttemptMs ?? null;
+  const row = outcome.uncount
+    ? sql.uncount.get(outcome.status, next, nowMs, id, claim)
+    : sql.finish.get(outcome.status, next, outcome.lastError ?? null, outcome.lastStatus ?? null, nowMs, id, claim);
+  return row as { subscription_id: string } | undefined;
+}
+
+/**
+ * Sets when a subscription's lane can next give work: at `PER_SUBSCRIPTION` live leases, the
+ * earliest of them to end; otherwise its earliest due delivery or lease end (an expired lease is
+ * claimable). Each read is one index seek; a lane with nothing unfinished is removed.
+ */
+function updateLane(sql: Statements, subscriptionId: string, nowMs: number): void {
+  const first = (statement: StatementSync, ...params: SQLInputValue[]) => statement.get(subscriptionId, ...params)?.at as number | null | undefined;
+  let readyMs: number | null | undefined;
+  if (liveLeases(sql, subscriptionId, nowMs) >= PER_SUBSCRIPTION) readyMs = first(sql.firstLease, nowMs);
+  else {
+    const candidates = [first(sql.firstLease, -1), first(sql.firstPending)].filter((at): at is number => typeof at === 'number');
+    readyMs = candidates.length > 0 ? Math.min(...candidates) : undefined;
+  }
+  if (readyMs === null || readyMs === undefined) sql.deleteLane.run(subscriptionId);
+  else sql.setLane.run(subscriptionId, readyMs);
+}
+
 function prepare(db: DatabaseSync): Statements {
+  migrate(db);
   const table = 'webhook_deliveries';
+  const current = `id = ? AND status = 'in-flight' AND claim = ? RETURNING subscription_id`;
   return {
     insert: db.prepare(
       `INSERT OR IGNORE INTO ${table} (id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, created_ms, updated_ms)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
     ),
-    due: db.prepare(
-      `SELECT id, subscription_id, next_attempt_ms FROM ${table} WHERE status = 'pending' AND next_attempt_ms <= ?
-       AND subscription_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_ms, seq LIMIT ?`,
+    readyLanes: db.prepare(`SELECT subscription_id FROM webhook_delivery_lanes WHERE ready_ms <= ? ORDER BY ready_ms, subscription_id LIMIT ?`),
+    expired: db.prepare(
+      `SELECT seq FROM ${table} WHERE subscription_id = ? AND status = 'in-flight' AND lease_until_ms <= ? ORDER BY lease_until_ms, seq LIMIT ?`,
     ),
-    start: db.prepare(
-      `UPDATE ${table} SET status = 'in-flight', attempts = attempts + 1, updated_ms = ? WHERE id = ? AND status = 'pending' RETURNING ${COLUMNS}`,
+    duePending: db.prepare(
+      `SELECT seq FROM ${table} WHERE subscription_id = ? AND status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?`,
+    ),
+    take: db.prepare(
+      `UPDATE ${table} SET status = 'in-flight', attempts = attempts + 1, claim = claim + 1, lease_until_ms = ?, updated_ms = ?
+       WHERE seq = ? RETURNING ${COLUMNS}, claim, lease_until_ms`,
     ),
     finish: db.prepare(
-      `UPDATE ${table} SET status = ?, next_attempt_ms = COALESCE(?, next_attempt_ms), last_error = ?, last_status = ?, updated_ms = ?
-       WHERE id = ? AND status = 'in-flight'`,
+      `UPDATE ${table} SET status = ?, next_attempt_ms = COALESCE(?, next_attempt_ms), last_error = ?, last_status = ?, updated_ms = ?,
+       lease_until_ms = NULL WHERE ${current}`,
     ),
     uncount: db.prepare(
-      `UPDATE ${table} SET status = ?, next_attempt_ms = COALESCE(?, next_attempt_ms), attempts = attempts - 1, updated_ms = ?
-       WHERE id = ? AND status = 'in-flight'`,
+      `UPDATE ${table} SET status = ?, next_attempt_ms = COALESCE(?, next_attempt_ms), attempts = attempts - 1, updated_ms = ?,
+       lease_until_ms = NULL WHERE ${current}`,
     ),
-    requeue: db.prepare(`UPDATE ${table} SET status = 'pending', next_attempt_ms = ?, updated_ms = ? WHERE status = 'in-flight'`),
-    nextDue: db.prepare(`SELECT MIN(next_attempt_ms) AS next FROM ${table} WHERE status = 'pending'`),
+    liveLeases: db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE subscription_id = ? AND status = 'in-flight' AND lease_until_ms > ?`),
+    firstLease: db.prepare(`SELECT MIN(lease_until_ms) AS at FROM ${table} WHERE subscription_id = ? AND status = 'in-flight' AND lease_until_ms > ?`),
+    firstPending: db.prepare(`SELECT MIN(next_attempt_ms) AS at FROM ${table} WHERE subscription_id = ? AND status = 'pending'`),
+    setLane: db.prepare(
+      `INSERT INTO webhook_delivery_lanes (subscription_id, ready_ms) VALUES (?, ?) ON CONFLICT (subscription_id) DO UPDATE SET ready_ms = excluded.ready_ms`,
+    ),
+    deleteLane: db.prepare(`DELETE FROM webhook_delivery_lanes WHERE subscription_id = ?`),
+    nextDue: db.prepare(`SELECT MIN(ready_ms) AS next FROM webhook_delivery_lanes`),
     cancelPending: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ? AND status = 'pending'`),
     deleteSubscription: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ?`),
     list: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND seq > ? ORDER BY seq LIMIT ?`),

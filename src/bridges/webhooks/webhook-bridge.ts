@@ -4,8 +4,9 @@
  * X, the address-pinning delivery client, the
  * dispatcher and the fan-out from the log.
  *
- * Lifecycle: `start()` opens the stores, re-queues deliveries a stop interrupted and catches up on
- * the log from the fan-out checkpoint; `close()` stops the fan-out, aborts attempts in flight back
+ * Lifecycle: `start()` opens the stores, starts the dispatcher (deliveries a killed process left in
+ * flight are claimed again when their lease ends) and catches up on the log from the fan-out
+ * checkpoint; `close()` stops the fan-out, aborts attempts in flight and releases their claims back
  * to `pending`, then closes the client and the stores. Nothing queued is lost; `close()` twice is safe.
  */
 import { redisStoreOptions } from '../../storage/redis.ts';
@@ -15,7 +16,7 @@ import type { EventLog } from '../../log/EventLog.ts';
 import type { WebhookMetrics } from '../../metrics/webhooks.ts';
 import type { DeliveryQueue } from './DeliveryQueue.ts';
 import { DeliveryClient } from './delivery-client.ts';
-import { DeliveryDispatcher, type DeliveryPoster } from './delivery-dispatcher.ts';
+import { DeliveryDispatcher, LEASE_MARGIN_MS, type DeliveryPoster } from './delivery-dispatcher.ts';
 import { WebhookFanOut } from './fan-out.ts';
 import { MemoryDeliveryQueue } from './memory-delivery-queue.ts';
 import { MemorySubscriptionStore } from './memory-subscription-store.ts';
@@ -91,6 +92,7 @@ export class WebhookBridge {
       client: options.poster ?? this.#client,
       scheduleMs: config.retry.scheduleMs,
       concurrency: config.concurrency,
+      leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
       metrics,
       logger,
     });
@@ -135,7 +137,7 @@ export class WebhookBridge {
     return this.#fanOut.settled();
   }
 
-  /** Stops the fan-out and the dispatcher (in-flight attempts back to pending), closes client and stores. Idempotent. */
+  /** Stops the fan-out and the dispatcher (in-flight attempts released back to pending), closes client and stores. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
     return this.#closing;

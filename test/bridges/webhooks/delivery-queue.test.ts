@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MemoryDeliveryQueue } from '../../../src/bridges/webhooks/memory-delivery-queue.ts';
 import { SqliteDeliveryQueue } from '../../../src/bridges/webhooks/sqlite-delivery-queue.ts';
+import { openSqlite } from '../../../src/storage/sqlite.ts';
 import { tempDir } from '../../support/gateway.ts';
 import { deliveryQueueContract, newDelivery } from './delivery-queue-contract.ts';
 
@@ -10,19 +11,35 @@ deliveryQueueContract('sqlite (file)', () => new SqliteDeliveryQueue(join(tempDi
 deliveryQueueContract('sqlite (:memory:)', () => new SqliteDeliveryQueue(':memory:'));
 
 describe('SqliteDeliveryQueue', () => {
-  it('keeps every delivery and its state across a reopen; in-flight ones are found again', async () => {
+  it('keeps every delivery, its state and its lease across a reopen; an in-flight one is claimed again when its lease ends', async () => {
     const path = join(tempDir(), 'gateway.db');
     const first = new SqliteDeliveryQueue(path);
     await first.open();
     await first.enqueue([newDelivery('a', 'sub-a', 1), newDelivery('b', 'sub-a', 1)], 1);
-    await first.begin('a', 2);
+    await first.claim(2, 1, 100);
     await first.close();
     const second = new SqliteDeliveryQueue(path);
     await second.open();
     expect(await second.counts()).toEqual({ pending: 1, 'in-flight': 1, succeeded: 0, dead: 0 });
-    expect(await second.requeueInFlight(3)).toBe(1);
-    expect((await second.due(3, 10, [])).map((d) => d.id)).toEqual(['b', 'a']);
-    expect((await second.list('sub-a', { after: 0, limit: 10 })).deliveries.map((d) => [d.id, d.attempts])).toEqual([['a', 1], ['b', 0]]);
+    expect((await second.claim(3, 10, 100)).map((d) => d.id)).toEqual(['b']);
+    expect((await second.claim(102, 10, 100)).map((d) => [d.id, d.attempts, d.reclaimed])).toEqual([['a', 2, true]]);
     await second.close();
+  });
+
+  it('brings a queue made before leased claims to the current shape: its in-flight deliveries are claimable at once', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const db = openSqlite(path);
+    db.exec(`CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, subscription_id TEXT NOT NULL,
+      event_id TEXT NOT NULL, event_type TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL,
+      next_attempt_ms INTEGER NOT NULL, last_error TEXT, last_status INTEGER, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_ms, seq, subscription_id, id);
+      INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, created_ms, updated_ms)
+      VALUES ('a', 'sub-a', 'e-a', 'T', '{}', 'in-flight', 1, 1, 1, 1), ('b', 'sub-b', 'e-b', 'T', '{}', 'pending', 0, 5, 1, 1),
+      ('c', 'sub-a', 'e-c', 'T', '{}', 'succeeded', 1, 1, 1, 1);`);
+    db.close();
+    const queue = new SqliteDeliveryQueue(path);
+    await queue.open();
+    expect((await queue.claim(10, 10, 100)).map((d) => [d.id, d.attempts, d.reclaimed])).toEqual([['a', 2, true], ['b', 1, false]]);
+    await queue.close();
   });
 });

@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery-queue.ts';
-import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { deletingPrefixOnClose, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { deliveryQueueContract, newDelivery } from './delivery-queue-contract.ts';
 
 /** The RedisDeliveryQueue under test on `prefix` (a fresh one by default); closing it also deletes its keys. */
@@ -10,20 +10,33 @@ function testStore(prefix = randomPrefix()): RedisDeliveryQueue {
 
 deliveryQueueContract('redis', () => testStore());
 
+describe('on a Redis with appendonly yes, appendfsync always', () => {
+  let server: PrivateRedis;
+  beforeAll(async () => {
+    server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
+  }, 30_000);
+  afterAll(async () => {
+    await server.dispose();
+  });
+  deliveryQueueContract('redis (appendfsync always)', () => new RedisDeliveryQueue({ url: server.url, prefix: randomPrefix() }));
+});
+
 describe('RedisDeliveryQueue across replicas', () => {
-  it('of two replicas beginning the same deliveries at once, exactly one gets each', async () => {
+  it('of two replicas claiming at once, never both get one delivery, and together they hold at most 4 per subscription', async () => {
     const prefix = randomPrefix();
     const one = new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix });
     const two = testStore(prefix);
     await one.open();
     await two.open();
     try {
-      const ids = Array.from({ length: 20 }, (_, i) => `d${i}`);
-      expect(await one.enqueue(ids.map((id) => newDelivery(id)), 1_000)).toBe(20);
-      expect(await two.enqueue(ids.map((id) => newDelivery(id)), 1_000)).toBe(0);
-      const begun = await Promise.all(ids.flatMap((id) => [one.begin(id, 2_000), two.begin(id, 2_000)]));
-      const started = begun.filter((d) => d !== undefined).map((d) => d.id).sort();
-      expect(started).toEqual([...ids].sort());
+      const all = Array.from({ length: 40 }, (_, i) => newDelivery(`d${i}`, `sub-${i % 5}`, 1_000));
+      expect(await one.enqueue(all, 1_000)).toBe(40);
+      expect(await two.enqueue(all, 1_000)).toBe(0);
+      const claims = await Promise.all([one.claim(2_000, 15, 60_000), two.claim(2_000, 15, 60_000), one.claim(2_000, 15, 60_000), two.claim(2_000, 15, 60_000)]);
+      const claimed = claims.flat();
+      expect(new Set(claimed.map((d) => d.id)).size).toBe(claimed.length);
+      const perSubscription = Map.groupBy(claimed, (d) => d.subscriptionId);
+      expect([...perSubscription.values()].map((list) => list.length)).toEqual([4, 4, 4, 4, 4]);
       expect((await one.counts())['in-flight']).toBe(20);
     } finally {
       await one.close();

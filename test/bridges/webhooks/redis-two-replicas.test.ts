@@ -35,7 +35,7 @@ async function replica(prefix: string) {
   await subscriptions.open();
   const registry = new Registry();
   const metrics = webhookMetrics(registry);
-  const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client: poster, scheduleMs: [100], concurrency: 8, metrics, logger: pino({ level: 'silent' }) });
+  const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client: poster, scheduleMs: [100], concurrency: 8, leaseMs: 30_000, metrics, logger: pino({ level: 'silent' }) });
   const claimed = async () => (await metrics.claims.get()).values.find((v) => v.labels.outcome === 'claimed')?.value ?? 0;
   return {
     queue, subscriptions, dispatcher, claimed,
