@@ -19,7 +19,7 @@ import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue } from './DeliveryQ
 import type { DeliveryResponse } from './delivery-client.ts';
 import { OutcomeWriter } from './outcome-writer.ts';
 import { judgeAttempt, type AttemptVerdict } from './retry-policy.ts';
-import { webhookHeaders } from './signer.ts';
+import { WebhookSigner } from './signer.ts';
 import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
 
 export { PER_SUBSCRIPTION } from './DeliveryQueue.ts';
@@ -72,10 +72,12 @@ export class DeliveryDispatcher {
   readonly #o: DispatcherOptions;
   readonly #now: () => number;
   readonly #outcomes: OutcomeWriter;
+  readonly #signer = new WebhookSigner();
   readonly #inFlight = new Map<string, Attempt>();
   #timer: NodeJS.Timeout | undefined;
   #pump: Promise<void> | undefined;
   #again = false;
+  #wakeScheduled = false;
   #closed = false;
   #closing: Promise<void> | undefined;
 
@@ -90,15 +92,24 @@ export class DeliveryDispatcher {
     this.wake();
   }
 
-  /** Looks at the queue now (after an enqueue). */
+  /**
+   * Looks at the queue soon (after an enqueue, the end of an attempt). The calls of one turn of the
+   * event loop are coalesced into one look, so attempts whose outcomes were written together free
+   * their slots into one claim.
+   */
   wake(): void {
-    if (this.#closed) return;
-    if (this.#pump) {
-      this.#again = true;
-      return;
-    }
-    this.#pump = this.#run().finally(() => {
-      this.#pump = undefined;
+    if (this.#closed || this.#wakeScheduled) return;
+    this.#wakeScheduled = true;
+    setImmediate(() => {
+      this.#wakeScheduled = false;
+      if (this.#closed) return;
+      if (this.#pump) {
+        this.#again = true;
+        return;
+      }
+      this.#pump = this.#run().finally(() => {
+        this.#pump = undefined;
+      });
     });
   }
 
@@ -204,7 +215,7 @@ export class DeliveryDispatcher {
   }
 
   #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {
-    const headers = webhookHeaders(delivery.id, Math.floor(this.#now() / 1000), delivery.payload, subscription.secret);
+    const headers = this.#signer.headers(delivery.id, Math.floor(this.#now() / 1000), delivery.payload, subscription.secret);
     return this.#o.client.post(subscription.url, headers, delivery.payload, signal);
   }
 

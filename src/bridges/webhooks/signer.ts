@@ -5,10 +5,19 @@
  *
  * A `whsec_` secret is the base64 of the key bytes after the prefix (the Standard Webhooks form);
  * any other string is used as its UTF-8 bytes.
+ *
+ * What is computed once and what per attempt: the key (decoded and prepared as a `KeyObject`) once
+ * per secret (`WebhookSigner`); the HMAC per attempt, because the signed content holds the
+ * attempt's `webhook-timestamp` and receivers refuse a timestamp outside their tolerance (five
+ * minutes by default in the Standard Webhooks libraries), which retries hours apart would be. The
+ * HMAC is fed the id, timestamp and body in parts: the body is never copied into a longer string.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 
 const WHSEC_PREFIX = 'whsec_';
+
+/** Prepared keys a `WebhookSigner` keeps at most (one per secret in use); beyond, it starts over. */
+export const MAX_PREPARED_KEYS = 10_000;
 
 /** The HMAC key bytes of a subscription secret. */
 export function signingKey(secret: string): Buffer {
@@ -16,8 +25,8 @@ export function signingKey(secret: string): Buffer {
 }
 
 /** `v1,<base64 signature>` of one message. */
-export function signature(key: Buffer, id: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+export function signature(key: Buffer | KeyObject, id: string, timestampSeconds: number, body: string): string {
+  const mac = createHmac('sha256', key).update(id).update('.').update(String(timestampSeconds)).update('.').update(body).digest('base64');
   return `v1,${mac}`;
 }
 
@@ -27,11 +36,35 @@ export function signature(key: Buffer, id: string, timestampSeconds: number, bod
  * the time of this attempt, which receivers compare with their clock.
  */
 export function webhookHeaders(id: string, timestampSeconds: number, body: string, secret?: string): Record<string, string> {
+  return headersWith(id, timestampSeconds, body, secret ? signingKey(secret) : undefined);
+}
+
+/** `webhookHeaders` with each secret's key prepared once. */
+export class WebhookSigner {
+  readonly #keys = new Map<string, KeyObject>();
+
+  /** As `webhookHeaders`. */
+  headers(id: string, timestampSeconds: number, body: string, secret?: string): Record<string, string> {
+    return headersWith(id, timestampSeconds, body, secret ? this.#key(secret) : undefined);
+  }
+
+  #key(secret: string): KeyObject {
+    let key = this.#keys.get(secret);
+    if (!key) {
+      if (this.#keys.size >= MAX_PREPARED_KEYS) this.#keys.clear();
+      key = createSecretKey(signingKey(secret));
+      this.#keys.set(secret, key);
+    }
+    return key;
+  }
+}
+
+function headersWith(id: string, timestampSeconds: number, body: string, key: Buffer | KeyObject | undefined): Record<string, string> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'webhook-id': id,
     'webhook-timestamp': String(timestampSeconds),
   };
-  if (secret !== undefined && secret !== '') headers['webhook-signature'] = signature(signingKey(secret), id, timestampSeconds, body);
+  if (key !== undefined) headers['webhook-signature'] = signature(key, id, timestampSeconds, body);
   return headers;
 }

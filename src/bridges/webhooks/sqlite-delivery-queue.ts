@@ -95,7 +95,7 @@ interface Row {
 type Statements = Record<
   | 'insert' | 'readyLanes' | 'expired' | 'duePending' | 'take' | 'finish' | 'uncount'
   | 'liveLeases' | 'firstLease' | 'firstPending' | 'setLane' | 'deleteLane' | 'nextDue'
-  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'purgeAged' | 'purgeDead',
+  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'purgeAged' | 'purgeDead' | 'relaxed' | 'strict',
   StatementSync
 >;
 
@@ -128,6 +128,10 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
+    return this.#withoutFsync(() => this.#claim(nowMs, limit, leaseMs));
+  }
+
+  #claim(nowMs: number, limit: number, leaseMs: number): ClaimedDelivery[] {
     return this.#sqlite.transaction((sql) => {
       const claimed: ClaimedDelivery[] = [];
       // Each lane read gives at least one delivery or is moved past `nowMs`, so this ends.
@@ -152,6 +156,10 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     if (attempts.length === 0) return [];
+    return this.#withoutFsync(() => this.#finish(attempts, nowMs));
+  }
+
+  #finish(attempts: FinishedAttempt[], nowMs: number): boolean[] {
     return this.#sqlite.transaction((sql) => {
       const touched = new Set<string>();
       const recorded = attempts.map(({ id, claim, outcome }) => {
@@ -205,6 +213,24 @@ async nextDueMs(): Promise<number | undefined> {
   /** Closes the connection. Safe to call twice. */
   async close(): Promise<void> {
     this.#sqlite.close();
+  }
+
+  /**
+   * Runs a claim or an outcome write committed without an fsync (`synchronous=NORMAL` for that one
+   * transaction): it survives a killed process; what an OS crash or power loss may take back is only
+   * the latest claims and outcomes, whose deliveries are then attempted again (at-least-once, as
+   * after any crash; receivers de-duplicate by `webhook-id`). An fsync per outcome would block the
+   * event loop once per delivery. Enqueues and deletions keep `FULL`, and each `FULL` commit makes
+   * every earlier one durable too (one WAL).
+   */
+  #withoutFsync<T>(write: () => T): T {
+    const sql = this.#sqlite.statements;
+    sql.relaxed.run();
+    try {
+      return write();
+    } finally {
+      sql.strict.run();
+    }
   }
 
   /** Deletes deliveries of a subscription with `statement`, and updates its lane, in one transaction. */
@@ -294,6 +320,8 @@ function prepare(db: DatabaseSync): Statements {
     ),
     deleteLane: db.prepare(`DELETE FROM webhook_delivery_lanes WHERE subscription_id = ?`),
     nextDue: db.prepare(`SELECT MIN(ready_ms) AS next FROM webhook_delivery_lanes`),
+    relaxed: db.prepare('PRAGMA synchronous = NORMAL'),
+    strict: db.prepare('PRAGMA synchronous = FULL'),
     cancelPending: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ? AND status = 'pending'`),
     deleteSubscription: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ?`),
     list: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
