@@ -1,18 +1,22 @@
 /**
  * Two replicas' webhook dispatchers on one Redis prefix (the queue and subscriptions shared), posting
  * over real HTTP to a loopback receiver that counts deliveries per event id: every delivery arrives
- * exactly once, and the replicas' `claims{claimed}` add up to the number of deliveries.
+ * exactly once, and the replicas' `claims{claimed}` add up to the number of deliveries. Then two
+ * gateway processes: kill -9 of the one whose attempts are in flight, and the other takes its
+ * deliveries over when their lease runs out.
  */
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startPaymentsService } from '../../../examples/payments-service.ts';
 import { DeliveryDispatcher, type DeliveryPoster } from '../../../src/bridges/webhooks/delivery-dispatcher.ts';
 import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery-queue.ts';
 import { RedisSubscriptionStore } from '../../../src/bridges/webhooks/redis-subscription-store.ts';
 import { webhookMetrics } from '../../../src/metrics/webhooks.ts';
+import { closeAll, eventually, track } from '../../support/gateway.ts';
 import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
-import { startReceiver } from './support.ts';
+import { claims, holdingReceiver, startReceiver, webhookGatewayProcess } from './support.ts';
 import { subscription } from './subscription-store-contract.ts';
 
 /** Posts to the loopback receiver (the test's URL names 127.0.0.1 directly). */
@@ -76,4 +80,39 @@ describe('webhook deliveries with two replicas on one Redis', () => {
       await deletePrefix(SHARED_REDIS_URL, prefix);
     }
   }, 60_000);
+});
+
+afterEach(closeAll);
+
+describe('webhook delivery leases across gateway processes', () => {
+  it('kill -9 of the replica whose attempts are in flight: the other takes them over after the lease; each delivered, only the interrupted ones twice', async () => {
+    const prefix = randomPrefix();
+    track({ close: () => deletePrefix(SHARED_REDIS_URL, prefix) });
+    const receiver = await holdingReceiver();
+    const payments = track(await startPaymentsService({ port: 0, keepaliveMs: 100 }));
+    const storage = `{ driver: redis, url: "${SHARED_REDIS_URL}", prefix: "${prefix}" }`;
+    const replicas = await Promise.all([webhookGatewayProcess(storage, payments.url), webhookGatewayProcess(storage, payments.url)]);
+    const created = await fetch(`${replicas[0].base}subscriptions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ webhook: { url: receiver.url } }),
+    });
+    expect(created.status).toBe(201);
+    const count = 10;
+    for (let i = 0; i < count; i++) payments.emit('PaymentRefundedV1', { orderId: `o-${i}` });
+    // The subscription's 4 slots (across both replicas) are taken by attempts held at the receiver.
+    await eventually(() => receiver.held() === 4, 30_000, 50);
+    const claimed = await Promise.all(replicas.map((r) => claims(r.base, 'claimed')));
+    const victim = claimed[0] >= claimed[1] ? 0 : 1;
+    const survivor = replicas[1 - victim];
+    replicas[victim].process.signal('SIGKILL');
+    await replicas[victim].process.exited;
+    receiver.release();
+
+    await eventually(async () => new Set(receiver.arrivals).size === count && (await claims(survivor.base, 'reclaimed')) === claimed[victim], 60_000, 200);
+    const perDelivery = new Map<string, number>();
+    for (const id of receiver.arrivals) perDelivery.set(id, (perDelivery.get(id) ?? 0) + 1);
+    // The victim's interrupted attempts arrived twice (once from each replica); every other delivery once.
+    expect([...perDelivery.values()].filter((n) => n === 2)).toHaveLength(claimed[victim]);
+    expect([...perDelivery.values()].every((n) => n <= 2)).toBe(true);
+    expect(claimed[victim]).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -1,13 +1,17 @@
 /**
  * Loopback-only helpers of the webhook tests: receivers on 127.0.0.1:0 with scripted answers, a
  * trap server that counts connections (proof that nothing was attempted), a resolver that records
- * its calls and answers from a table (no DNS query ever leaves the process), and gateway YAML.
+ * its calls and answers from a table (no DNS query ever leaves the process), gateway YAML, and for
+ * kill -9 tests a receiver that holds requests and gateway processes delivering to it.
  */
+import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import { createServer as createNetServer } from 'node:net';
 import type { Resolver, ResolvedAddress } from '../../../src/bridges/webhooks/ssrf-guard.ts';
 import { cloudEvent } from '../../log/fixtures/cloud-event.ts';
-import { track } from '../../support/gateway.ts';
+import { eventually, freePort, tempDir, track } from '../../support/gateway.ts';
+import { spawnGateway, type GatewayProcess } from '../../support/process.ts';
 import type { Gateway } from '../../../src/app.ts';
 
 /** A request a receiver got. */
@@ -108,4 +112,57 @@ export async function metricValue(gw: Gateway, name: string, labels: Record<stri
   const metric = (await gw.registry.getMetricsAsJSON()).find((m) => m.name === name);
   const series = (metric?.values ?? []).find((v) => Object.entries(labels).every(([k, val]) => v.labels[k] === val));
   return series?.value ?? 0;
+}
+
+/** A receiver on 127.0.0.1 that holds every request unanswered until `release()`, then answers 204; it records each arrival's `webhook-id`. */
+export async function holdingReceiver() {
+  const arrivals: string[] = [];
+  const held: ServerResponse[] = [];
+  let holding = true;
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrivals.push(String(req.headers['webhook-id']));
+      if (holding) held.push(res);
+      else res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return track({
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`,
+    arrivals,
+    held: () => held.length,
+    /** Answers from now on; the held requests too (those of a killed replica have no one left to read the answer). */
+    release() {
+      holding = false;
+      for (const res of held.splice(0)) res.writeHead(204).end();
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  });
+}
+
+/** A gateway process on `storage` (YAML flow mapping), following `payments`, delivering webhooks with a 5 s attempt timeout (10 s lease). */
+export async function webhookGatewayProcess(storage: string, payments: string): Promise<{ base: string; process: GatewayProcess }> {
+  const port = await freePort();
+  const file = join(tempDir(), 'gateway.yaml');
+  writeFileSync(file, `server: { host: 127.0.0.1, port: ${port} }
+storage: ${storage}
+webhooks: { allowHttp: true, allowPrivateNetworks: [127.0.0.0/8], timeout: 5s, retry: { schedule: [100ms] } }
+backends:
+  - { id: payments, kind: proto, url: "${payments}", events: { follow: poll, interval: 100ms } }
+`);
+  const gateway = spawnGateway(file);
+  const base = `http://127.0.0.1:${port}/`;
+  await eventually(async () => (await fetch(`${base}readyz`)).status === 200, 60_000, 100);
+  return { base, process: gateway };
+}
+
+/** A replica's `proto_gateway_webhook_claims_total{outcome}` (0 when absent). */
+export async function claims(base: string, outcome: string): Promise<number> {
+  const text = await (await fetch(`${base}metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`proto_gateway_webhook_claims_total{outcome="${outcome}"}`));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
