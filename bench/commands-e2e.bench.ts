@@ -12,56 +12,20 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, spawnWithUrl, stop, stopAll, track } from './support/processes.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? sized(10, 3));
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32);
 const root = fileURLToPath(new URL('..', import.meta.url));
-const children: ChildProcess[] = [];
 
 const BODY = JSON.stringify({
   specversion: '1.0', id: '[<id>]', source: 'urn:bench', type: 'AuthorizePayment', datacontenttype: 'application/json',
   dataschema: 'authorize-payment/1.0', time: '2030-01-01T00:00:00Z', data: { orderId: 'ord-1', amount: 25 },
 });
-
-/** Spawns a process and resolves with the first JSON line it prints that has `url`. */
-function spawnWithUrl(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let pending = '';
-    const onData = (chunk: Buffer): void => {
-      pending += chunk.toString('utf8');
-      for (const line of pending.split('\n')) {
-        try {
-          const parsed = JSON.parse(line) as { url?: string };
-          if (parsed.url) {
-            child.stdout!.off('data', onData);
-            // Keep draining (the gateway logs every request) so the pipe never blocks it.
-            child.stdout!.resume();
-            return resolve({ url: parsed.url.replace(/\/$/, ''), child });
-          }
-        } catch {
-          // not a complete JSON line yet
-        }
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${command} exited (${code}) before listening`)));
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
 
 interface Load {
   perSecond: number;
@@ -82,15 +46,6 @@ async function sinkStats(sink: string): Promise<{ count: number; firstMs: number
   return (await fetch(`${sink}/__stats`)).json() as Promise<{ count: number; firstMs: number; lastMs: number }>;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** nginx `proxy_pass` to `target` in its own process, or undefined when nginx is not installed. */
 async function startNginx(dir: string, target: string): Promise<{ url: string; child: ChildProcess } | undefined> {
   if (spawnSync('sh', ['-c', 'command -v nginx']).status !== 0) return undefined;
@@ -103,7 +58,7 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   server { listen 127.0.0.1:${port}; location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; } } }
 `);
   const child = spawn('nginx', ['-c', conf, '-p', dir], { stdio: 'ignore' });
-  children.push(child);
+  track(child);
   for (let i = 0; i < 50; i++) {
     if (await fetch(`http://127.0.0.1:${port}/__stats`).then(() => true, () => false)) return { url: `http://127.0.0.1:${port}`, child };
     await new Promise((r) => setTimeout(r, 100));
@@ -176,7 +131,7 @@ async function main(): Promise<void> {
     report.add({ name: 'bare proxy req/s vs backend direct', unit: 'req/s', gateway: bare.perSecond, baseline: direct.perSecond, baselineName: 'backend direct', better: 'higher' });
     report.write({ clients: CLIENTS, seconds: SECONDS });
   } finally {
-    await Promise.all(children.map(stop));
+    await stopAll();
     rmSync(dir, { recursive: true, force: true });
   }
 }
