@@ -140,6 +140,8 @@ export interface DeliveryQueue {
   list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage>;
   /** Number of deliveries in each status. */
   counts(): Promise<Record<DeliveryStatus, number>>;
+  /** Number of unfinished (pending or in-flight) deliveries: what the fan-out bounds. Reads no finished delivery. */
+  unfinished(): Promise<number>;
   /** Deletes finished deliveries beyond the limits. Returns how many. */
   purge(limits: PurgeLimits): Promise<number>;
   /** Closes the store. Safe to call twice. */

@@ -163,9 +163,9 @@ export class WebhookFanOut {
   }
 
   async #queueFull(): Promise<boolean> {
-    const counts = await this.#o.queue.counts();
-    const full = counts.pending + counts['in-flight'] >= this.#o.maxQueued;
-    if (full) this.#o.logger.warn({ queued: counts.pending + counts['in-flight'] }, 'webhook queue full: fan-out parked');
+    const queued = await this.#o.queue.unfinished();
+    const full = queued >= this.#o.maxQueued;
+    if (full) this.#o.logger.warn({ queued }, 'webhook queue full: fan-out parked');
     return full;
   }
 

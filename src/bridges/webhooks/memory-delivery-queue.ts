@@ -124,6 +124,12 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     return counts;
   }
 
+  async unfinished(): Promise<number> {
+    let n = 0;
+    for (const lane of this.#lanes.values()) n += lane.size;
+    return n;
+  }
+
   async purge(limits: PurgeLimits): Promise<number> {
     let removed = this.#deleteWhere(
       (d) => (d.status === 'succeeded' && d.updatedMs < limits.succeededBeforeMs) || (d.status === 'dead' && d.updatedMs < limits.deadBeforeMs),

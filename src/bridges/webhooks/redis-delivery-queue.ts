@@ -289,6 +289,12 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     return { ...zeroCounts(), pending: Number(pending ?? 0), 'in-flight': Number(inFlight ?? 0), succeeded, dead };
   }
 
+  async unfinished(): Promise<number> {
+    const client = this.#connected();
+    const [pending, inFlight] = await whileRedisAnswers(STORE, () => client.hmget(`${this.#p}dq:n`, 'pending', 'in-flight'));
+    return Number(pending ?? 0) + Number(inFlight ?? 0);
+  }
+
   async purge(limits: PurgeLimits): Promise<number> {
     return Number(await this.#run(PURGE, 0, [limits.succeededBeforeMs, limits.deadBeforeMs, Math.max(0, limits.maxDead)]));
   }

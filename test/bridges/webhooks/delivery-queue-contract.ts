@@ -45,6 +45,7 @@ export function deliveryQueueContract(name: string, make: () => DeliveryQueue | 
       expect(a).toMatchObject({ ...newDelivery('a'), status: 'pending', attempts: 0, createdMs: T, updatedMs: T });
       expect(a.seq).toBeGreaterThan(0);
       expect(await queue.counts()).toEqual({ pending: 3, 'in-flight': 0, succeeded: 0, dead: 0 });
+      expect(await queue.unfinished()).toBe(3);
       expect(await queue.nextDueMs()).toBe(T);
     });
 
@@ -67,6 +68,7 @@ export function deliveryQueueContract(name: string, make: () => DeliveryQueue | 
       const [listed] = (await queue.list('sub-a', { after: 0, limit: 10 })).deliveries;
       expect(listed).toMatchObject({ status: 'in-flight', attempts: 1, updatedMs: T + 1 });
       expect(await queue.counts()).toEqual({ pending: 0, 'in-flight': 1, succeeded: 0, dead: 0 });
+      expect(await queue.unfinished()).toBe(1);
       // Nothing due but the lease: its end is when the delivery may be claimed again.
       expect(await queue.nextDueMs()).toBe(T + 1001);
     });
@@ -142,6 +144,7 @@ export function deliveryQueueContract(name: string, make: () => DeliveryQueue | 
       const outcomes = [{ status: 'succeeded' }, { status: 'dead', lastError: 'no answer' }, { status: 'pending', nextAttemptMs: T + 9 }] as const;
       expect(await queue.finish(claimed.map((d, i) => ({ id: d.id, claim: d.claim, outcome: outcomes[i] })), T + 1)).toEqual([true, true, true]);
       expect(await queue.counts()).toEqual({ pending: 1, 'in-flight': 0, succeeded: 1, dead: 1 });
+      expect(await queue.unfinished()).toBe(1);
       expect(await queue.finish([], T + 1)).toEqual([]);
     });
 
