@@ -56,6 +56,7 @@ import { Lifecycle } from './lifecycle.ts';
 import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
 import { openTaskStore } from './bridges/a2a/open-task-store.ts';
 import { a2aMetrics } from './metrics/a2a.ts';
+import { consoleRoutes } from './console/console-routes.ts';
 
 export type { Component } from './lifecycle.ts';
 
@@ -283,6 +284,7 @@ async function assemble(input: AssembleInput) {
     ...serviceRoutes(services),
     ...(mcp?.routes ?? []),
     ...(a2a?.routes ?? []),
+    ...(config.console.enabled ? consoleRoutes({ path: config.console.path, auth: config.auth }) : []),
     // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({
       backends,
