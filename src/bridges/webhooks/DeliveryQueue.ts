@@ -60,6 +60,12 @@ export interface AttemptOutcome {
   uncount?: boolean;
 }
 
+/** What `redeliver` did: put a finished delivery back, found it still pending or in flight (nothing changed), or found none. */
+export type Redelivery =
+  | { outcome: 'redelivered'; delivery: Delivery }
+  | { outcome: 'busy'; delivery: Delivery }
+  | { outcome: 'absent' };
+
 /** A page of `list`; `next` is set when more may follow. */
 export interface DeliveryPage {
   deliveries: Delivery[];
@@ -88,6 +94,13 @@ export interface DeliveryQueue {
   begin(id: string, nowMs: number): Promise<Delivery | undefined>;
   /** Moves an `in-flight` delivery to the outcome; false if it is no longer in flight (cancelled). */
   finish(id: string, outcome: AttemptOutcome, nowMs: number): Promise<boolean>;
+  /**
+   * Puts a finished (`succeeded` or `dead`) delivery of `subscriptionId` back to `pending`, due at
+   * `nowMs`, with no attempt counted (a fresh retry schedule); its last error and status stay until
+   * the next attempt. A `pending` or `in-flight` one is left as it is (`busy`); another
+   * subscription's delivery is `absent`.
+   */
+  redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery>;
   /** Moves every `in-flight` delivery back to `pending`, due at `nowMs` (recovery at start). Returns how many. */
   requeueInFlight(nowMs: number): Promise<number>;
   /** The earliest `next attempt` of a pending delivery, or undefined when none is pending. */

@@ -12,6 +12,7 @@ import {
   type DueDelivery,
   type NewDelivery,
   type PurgeLimits,
+  type Redelivery,
 } from './DeliveryQueue.ts';
 
 /** A `DeliveryQueue` in a Map (insertion order = enqueue order). */
@@ -61,6 +62,14 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     d.lastError = outcome.lastError;
     d.lastStatus = outcome.lastStatus;
     return true;
+  }
+
+  async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
+    const d = this.#byId.get(id);
+    if (d?.subscriptionId !== subscriptionId) return { outcome: 'absent' };
+    if (d.status === 'pending' || d.status === 'in-flight') return { outcome: 'busy', delivery: { ...d } };
+    Object.assign(d, { status: 'pending', attempts: 0, nextAttemptMs: nowMs, updatedMs: nowMs });
+    return { outcome: 'redelivered', delivery: { ...d } };
   }
 
   async requeueInFlight(nowMs: number): Promise<number> {

@@ -26,6 +26,7 @@ import {
   type DueDelivery,
   type NewDelivery,
   type PurgeLimits,
+  type Redelivery,
 } from './DeliveryQueue.ts';
 
 /** Where the queue connects. */
@@ -117,6 +118,24 @@ if ARGV[4] == 'pending' then redis.call('ZADD', p .. 'dq:pending', redis.call('H
 else redis.call('ZADD', p .. 'dq:' .. ARGV[4], ARGV[3], m) end
 return 1`);
 
+/** ARGV: prefix, subscriptionId, id, now; returns the outcome, then the delivery's fields (none when absent). */
+const REDELIVER = new RedisScript(`${HELPERS}
+local key = p .. 'dq:d:' .. ARGV[3]
+if redis.call('HGET', key, 'subscriptionId') ~= ARGV[2] then return {'absent'} end
+local status = redis.call('HGET', key, 'status')
+if status == 'succeeded' or status == 'dead' then
+  local m = member(ARGV[3])
+  redis.call('ZREM', p .. 'dq:' .. status, m)
+  redis.call('HSET', key, 'status', 'pending', 'attempts', 0, 'nextAttemptMs', ARGV[4], 'updatedMs', ARGV[4])
+  redis.call('ZADD', p .. 'dq:pending', ARGV[4], m)
+  status = 'redelivered'
+else
+  status = 'busy'
+end
+local out = redis.call('HGETALL', key)
+table.insert(out, 1, status)
+return out`);
+
 /** ARGV: prefix, now. */
 const REQUEUE = new RedisScript(`${HELPERS}
 local ids = redis.call('SMEMBERS', p .. 'dq:inflight')
@@ -199,6 +218,12 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   async finish(id: string, outcome: AttemptOutcome, nowMs: number): Promise<boolean> {
     const args = [id, nowMs, outcome.status, outcome.nextAttemptMs ?? '', outcome.uncount ? '1' : '', outcome.lastError ?? '', outcome.lastStatus ?? ''];
     return Number(await this.#run(FINISH, args)) === 1;
+  }
+
+  async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
+    const [outcome, ...fields] = (await this.#run(REDELIVER, [subscriptionId, id, nowMs])) as string[];
+    if (outcome === 'absent') return { outcome };
+    return { outcome: outcome as 'redelivered' | 'busy', delivery: toDelivery(fields) };
   }
 
   async requeueInFlight(nowMs: number): Promise<number> {

@@ -16,6 +16,7 @@ import {
   type DueDelivery,
   type NewDelivery,
   type PurgeLimits,
+  type Redelivery,
 } from './DeliveryQueue.ts';
 import { SqliteHandle } from '../../storage/sqlite.ts';
 
@@ -60,7 +61,7 @@ interface Row {
 }
 
 type Statements = Record<
-  | 'insert' | 'due' | 'start' | 'finish' | 'uncount' | 'requeue' | 'nextDue'
+  | 'insert' | 'due' | 'start' | 'finish' | 'uncount' | 'redeliver' | 'get' | 'requeue' | 'nextDue'
   | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'purgeAged' | 'purgeDead',
   StatementSync
 >;
@@ -104,6 +105,15 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
       outcome.status, outcome.nextAttemptMs ?? null, outcome.lastError ?? null, outcome.lastStatus ?? null, nowMs, id,
     ).changes;
     return Number(changes) > 0;
+  }
+
+  async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
+    return this.#sqlite.transaction((sql) => {
+      const redelivered = sql.redeliver.get(nowMs, nowMs, id, subscriptionId) as unknown as Row | undefined;
+      if (redelivered) return { outcome: 'redelivered', delivery: fromRow(redelivered) };
+      const row = sql.get.get(id, subscriptionId) as unknown as Row | undefined;
+      return row ? { outcome: 'busy', delivery: fromRow(row) } : { outcome: 'absent' };
+    });
   }
 
   async requeueInFlight(nowMs: number): Promise<number> {
@@ -175,6 +185,11 @@ function prepare(db: DatabaseSync): Statements {
       `UPDATE ${table} SET status = ?, next_attempt_ms = COALESCE(?, next_attempt_ms), attempts = attempts - 1, updated_ms = ?
        WHERE id = ? AND status = 'in-flight'`,
     ),
+    redeliver: db.prepare(
+      `UPDATE ${table} SET status = 'pending', attempts = 0, next_attempt_ms = ?, updated_ms = ?
+       WHERE id = ? AND subscription_id = ? AND status IN ('succeeded', 'dead') RETURNING ${COLUMNS}`,
+    ),
+    get: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND subscription_id = ?`),
     requeue: db.prepare(`UPDATE ${table} SET status = 'pending', next_attempt_ms = ?, updated_ms = ? WHERE status = 'in-flight'`),
     nextDue: db.prepare(`SELECT MIN(next_attempt_ms) AS next FROM ${table} WHERE status = 'pending'`),
     cancelPending: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ? AND status = 'pending'`),

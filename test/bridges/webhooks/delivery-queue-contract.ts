@@ -93,6 +93,27 @@ export function deliveryQueueContract(name: string, make: () => DeliveryQueue | 
       expect(a).toMatchObject({ status: 'pending', attempts: 1, nextAttemptMs: T + 7 });
     });
 
+    it('redelivers a dead or succeeded delivery of its subscription: pending, due now, no attempt; leaves the rest alone', async () => {
+      await queue.enqueue([newDelivery('dead'), newDelivery('done'), newDelivery('waiting'), newDelivery('busy')], T);
+      for (const [id, status] of [['dead', 'dead'], ['done', 'succeeded']] as const) {
+        await queue.begin(id, T);
+        await queue.finish(id, { status, lastError: status === 'dead' ? 'receiver answered 410' : undefined, lastStatus: status === 'dead' ? 410 : 200 }, T + 1);
+      }
+      await queue.begin('busy', T);
+
+      const dead = await queue.redeliver('sub-a', 'dead', T + 10);
+      expect(dead).toMatchObject({ outcome: 'redelivered', delivery: { id: 'dead', status: 'pending', attempts: 0, nextAttemptMs: T + 10, updatedMs: T + 10, lastStatus: 410 } });
+      expect(await queue.redeliver('sub-a', 'done', T + 10)).toMatchObject({ outcome: 'redelivered', delivery: { status: 'pending', attempts: 0 } });
+      expect(await queue.redeliver('sub-a', 'waiting', T + 10)).toMatchObject({ outcome: 'busy', delivery: { status: 'pending' } });
+      expect(await queue.redeliver('sub-a', 'busy', T + 10)).toMatchObject({ outcome: 'busy', delivery: { status: 'in-flight', attempts: 1 } });
+      expect(await queue.redeliver('sub-b', 'dead', T + 10)).toEqual({ outcome: 'absent' });
+      expect(await queue.redeliver('sub-a', 'missing', T + 10)).toEqual({ outcome: 'absent' });
+
+      expect(ids(await queue.due(T + 10, 10, []))).toEqual(['waiting', 'dead', 'done']);
+      expect(await queue.counts()).toEqual({ pending: 3, 'in-flight': 1, succeeded: 0, dead: 0 });
+      expect(await queue.begin('dead', T + 11)).toMatchObject({ status: 'in-flight', attempts: 1 });
+    });
+
     it('lists a subscription\'s deliveries in enqueue order, by status, in pages', async () => {
       await queue.enqueue(['a', 'b', 'c', 'd'].map((id) => newDelivery(id)), T);
       await queue.enqueue([newDelivery('other', 'sub-b')], T);
