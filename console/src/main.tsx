@@ -11,6 +11,7 @@ import { CataloguePage } from './pages/catalogue.tsx';
 import { MetricsPage } from './pages/metrics.tsx';
 import { TailPage } from './pages/tail.tsx';
 import { WebhooksPage } from './pages/webhooks.tsx';
+import { useStatusHistory } from './status-history.ts';
 import { TailFeed } from './tail-feed.ts';
 import { describeError } from './ui.tsx';
 import './style.css';
@@ -34,17 +35,18 @@ function App() {
   const [config, setConfig] = useState<ConsoleConfig>();
   const [failure, setFailure] = useState<unknown>();
   const [key, setKey] = useState(storedKey());
+  const api = useMemo(() => config && new Api(config, key), [config, key]);
   useEffect(() => {
     loadConfig().then(setConfig, setFailure);
   }, []);
   if (failure !== undefined) return <p class="error" role="alert">The console could not start: {describeError(failure)}</p>;
-  if (!config) return <p>Loading…</p>;
+  if (!config || !api) return <p>Loading…</p>;
   const signIn = (next: string | undefined): void => {
     storeKey(next);
     setKey(next);
   };
   if (config.auth.type !== 'none' && key === undefined) return <SignIn config={config} onSignIn={signIn} />;
-  return <Console api={new Api(config, key)} onSignOut={config.auth.type === 'none' ? undefined : () => signIn(undefined)} />;
+  return <Console api={api} onSignOut={config.auth.type === 'none' ? undefined : () => signIn(undefined)} />;
 }
 
 /** Asks for a key and checks it with `GET /services` (the read scope) before keeping it. */
@@ -76,7 +78,8 @@ function SignIn({ config, onSignIn }: { config: ConsoleConfig; onSignIn: (key: s
 
 function Console({ api, onSignOut }: { api: Api; onSignOut: (() => void) | undefined }) {
   const [page, setPage] = useState(pageOf(location.hash));
-  const tail = useMemo(() => new TailFeed(api), [api.config]);
+  const tail = useMemo(() => new TailFeed(api), [api]);
+  const status = useStatusHistory(api);
   useEffect(() => {
     const onHash = (): void => setPage(pageOf(location.hash));
     addEventListener('hashchange', onHash);
@@ -102,11 +105,11 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: (() => void) | undef
         {onSignOut && <button type="button" class="secondary" onClick={onSignOut}>Sign out</button>}
       </header>
       <main id="content">
-        {page === 'backends' && <BackendsPage api={api} />}
+        {page === 'backends' && <BackendsPage api={api} status={status} />}
         {page === 'catalogue' && <CataloguePage api={api} />}
         {page === 'tail' && <TailPage api={api} feed={tail} />}
         {page === 'webhooks' && <WebhooksPage api={api} />}
-        {page === 'metrics' && <MetricsPage api={api} />}
+        {page === 'metrics' && <MetricsPage status={status} />}
       </main>
     </>
   );

@@ -12,7 +12,7 @@ export type Bucket = [le: number | '+Inf', cumulativeCount: number];
 export interface StatusSample {
   /** When it was taken, epoch ms. */
   atMs: number;
-  counters: { commandsAccepted: number; eventsIngested: number };
+  counters: { commandsAccepted: number; eventsAppended: number };
   commandLatency: { buckets: Bucket[]; count: number; sum: number };
 }
 
@@ -30,7 +30,7 @@ export function rateBetween(previous: StatusSample, next: StatusSample): RatePoi
   const delta = (a: number, b: number): number => (b >= a ? b - a : b);
   return {
     commandsPerSecond: delta(previous.counters.commandsAccepted, next.counters.commandsAccepted) / seconds,
-    eventsPerSecond: delta(previous.counters.eventsIngested, next.counters.eventsIngested) / seconds,
+    eventsPerSecond: delta(previous.counters.eventsAppended, next.counters.eventsAppended) / seconds,
     p99Seconds: quantileBetween(0.99, previous.commandLatency.buckets, next.commandLatency.buckets),
   };
 }
@@ -56,11 +56,12 @@ export function quantileBetween(q: number, previous: Bucket[], next: Bucket[]): 
   return lower;
 }
 
-/** The `points` attribute of an SVG polyline drawing `values` into `width`×`height` (gaps as zero; scaled to the largest value). */
-export function sparklinePoints(values: Array<number | null>, width: number, height: number): string {
-  if (values.length === 0) return '';
+/** The `points` attribute of an SVG polyline drawing `values` into `width`×`height` (gaps as zero; scaled to the largest value; one value is a level line). */
+export function sparklinePoints(series: Array<number | null>, width: number, height: number): string {
+  if (series.length === 0) return '';
+  const values = series.length === 1 ? [series[0], series[0]] : series;
   const max = Math.max(...values.map((v) => v ?? 0));
-  const step = values.length > 1 ? width / (values.length - 1) : 0;
+  const step = width / (values.length - 1);
   const y = (v: number | null): number => (max > 0 ? height - ((v ?? 0) / max) * height : height);
   return values.map((v, i) => `${round(i * step)},${round(y(v))}`).join(' ');
 }

@@ -30,9 +30,11 @@ export interface ServiceDescriptor {
 /** `GET /status`: one backend's health. */
 export interface BackendStatus {
   id: string;
-  kind: 'proto' | 'legacy';
+  /** `proto`, `legacy`, or the type of a service registered at run time. */
+  kind: string;
   status: ServiceDescriptor['status'];
-  circuit: { state: 'closed' | 'open' | 'half-open' };
+  /** Null for a service the gateway does not call itself (registered at run time). */
+  circuit: { state: 'closed' | 'open' | 'half-open' } | null;
   ingest: { lagSeconds: number | null };
   outbox: { depth: number };
   lastError: string | null;
@@ -43,7 +45,7 @@ export interface GatewayStatus {
   gateway: { version: string; storage: string; uptimeSeconds: number };
   backends: BackendStatus[];
   webhooks: { deliveries: Record<'pending' | 'in-flight' | 'succeeded' | 'dead', number> };
-  counters: { commandsAccepted: number; eventsIngested: number; webhookDeliveries: number; httpRequests: number };
+  counters: { commandsAccepted: number; eventsAppended: number; webhookDeliveries: number; httpRequests: number };
   commandLatency: { buckets: Bucket[]; count: number; sum: number };
 }
 

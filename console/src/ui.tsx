@@ -61,7 +61,7 @@ export function Sparkline({ label, values, format }: { label: string; values: Ar
       <figcaption>
         {label}: <strong>{format(latest)}</strong>
       </figcaption>
-      <svg viewBox="0 0 200 40" width="200" height="40" role="img" aria-label={`${label} over the last ${values.length} samples`}>
+      <svg viewBox="0 -2 200 42" width="200" height="42" role="img" aria-label={`${label} over the last ${values.length} samples`}>
         <polyline points={sparklinePoints(values, 200, 38)} fill="none" stroke="currentColor" stroke-width="1.5" />
       </svg>
     </figure>

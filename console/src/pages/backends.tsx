@@ -1,17 +1,18 @@
 /**
- * Backends: every service behind the gateway with its status (`GET /services`) and health
- * (`GET /status`: circuit, ingest lag, outbox depth, last error), and pause / resume (admin scope).
+ * Backends: every service behind the gateway with its status (`GET /services`) and health (the
+ * latest `GET /status`: circuit, ingest lag, outbox depth, last error), and pause / resume (admin
+ * scope).
  */
 import { useState } from 'preact/hooks';
 import type { Api } from '../api.ts';
-import type { BackendStatus, GatewayStatus, ServiceDescriptor } from '../types.ts';
-import { ErrorNote, PageHeading, usePoll } from '../ui.tsx';
+import type { StatusHistory } from '../status-history.ts';
+import type { BackendStatus, ServiceDescriptor } from '../types.ts';
+import { describeError, ErrorNote, PageHeading, usePoll } from '../ui.tsx';
 
-export function BackendsPage({ api }: { api: Api }) {
+export function BackendsPage({ api, status }: { api: Api; status: StatusHistory }) {
   const services = usePoll(() => api.get<{ services: ServiceDescriptor[] }>('services'));
-  const status = usePoll(() => api.get<GatewayStatus>('status'));
   const [actionError, setActionError] = useState<unknown>();
-  const health = new Map((status.data?.backends ?? []).map((b) => [b.id, b]));
+  const health = new Map((status.latest?.backends ?? []).map((b) => [b.id, b]));
   const act = async (id: string, action: 'pause' | 'resume'): Promise<void> => {
     try {
       await api.post(`services/${encodeURIComponent(id)}/${action}`);
@@ -19,14 +20,14 @@ export function BackendsPage({ api }: { api: Api }) {
     } catch (err) {
       setActionError(err);
     }
-    await Promise.all([services.refresh(), status.refresh()]);
+    await services.refresh();
   };
   return (
     <section aria-labelledby="backends-title">
       <PageHeading><span id="backends-title">Backends</span></PageHeading>
       <ErrorNote error={services.error} />
       <ErrorNote error={actionError} />
-      {status.error !== undefined && <p class="hint">Health details are unavailable: {String((status.error as Error).message)}</p>}
+      {status.error !== undefined && <p class="hint">Health details are unavailable: {describeError(status.error)}</p>}
       <div class="scroll">
         <table>
           <caption>Services behind the gateway, refreshed every 2 seconds</caption>
@@ -61,7 +62,7 @@ function BackendRow({ service, health, onAction }: { service: ServiceDescriptor;
         <span class="sub">{service.name}{service.type ? ` · ${service.type}` : ''}</span>
       </th>
       <td><span class={`badge ${service.status}`} data-field="status">{service.status}</span></td>
-      <td><span class={`badge circuit-${health?.circuit.state ?? 'unknown'}`}>{health?.circuit.state ?? '—'}</span></td>
+      <td><span class={`badge circuit-${health?.circuit?.state ?? 'unknown'}`}>{health?.circuit?.state ?? '—'}</span></td>
       <td>{health?.ingest.lagSeconds == null ? '—' : `${health.ingest.lagSeconds.toFixed(1)} s`}</td>
       <td>{health ? health.outbox.depth : '—'}</td>
       <td class="wrap">{health?.lastError ?? '—'}</td>
