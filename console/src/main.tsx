@@ -76,6 +76,12 @@ function SignIn({ config, onSignIn }: { config: ConsoleConfig; onSignIn: (key: s
   );
 }
 
+/** The fragment chooses the page, so the skip link moves focus itself instead of changing it. */
+function skipToContent(event: Event): void {
+  event.preventDefault();
+  document.getElementById('content')?.focus();
+}
+
 function Console({ api, onSignOut }: { api: Api; onSignOut: (() => void) | undefined }) {
   const [page, setPage] = useState(pageOf(location.hash));
   const tail = useMemo(() => new TailFeed(api), [api]);
@@ -90,7 +96,7 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: (() => void) | undef
   }, [tail]);
   return (
     <>
-      <a class="skip" href="#content">Skip to content</a>
+      <a class="skip" href="#content" onClick={skipToContent}>Skip to content</a>
       <header>
         <span class="brand">proto-gateway</span>
         <nav aria-label="Console pages">
@@ -104,7 +110,7 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: (() => void) | undef
         </nav>
         {onSignOut && <button type="button" class="secondary" onClick={onSignOut}>Sign out</button>}
       </header>
-      <main id="content">
+      <main id="content" tabIndex={-1}>
         {page === 'backends' && <BackendsPage api={api} status={status} />}
         {page === 'catalogue' && <CataloguePage api={api} />}
         {page === 'tail' && <TailPage api={api} feed={tail} />}

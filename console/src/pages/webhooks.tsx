@@ -3,13 +3,36 @@
  * attempts, last answer) and its dead letters, which can be re-delivered
  * (`POST /subscriptions/{id}/deliveries/{deliveryId}/retry`, write scope).
  */
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { Api } from '../api.ts';
 import type { Delivery, Subscription } from '../types.ts';
 import { ErrorNote, PageHeading, usePoll } from '../ui.tsx';
 
 /** Deliveries shown per subscription. */
 const RECENT = 50;
+/** Page size when walking to the newest deliveries (the endpoint's ceiling), and pages read per poll at most. */
+const PAGE = 1000;
+const MAX_PAGES = 3;
+
+type DeliveryPage = { deliveries: Delivery[]; nextCursor?: string };
+
+/**
+ * The newest `RECENT` deliveries, newest first. The list is in enqueue order from a cursor, so it is
+ * walked page by page; `skip` remembers where a long list's last page began, so later polls start
+ * there instead of at the beginning (enqueue order only grows).
+ */
+async function newestDeliveries(api: Api, path: string, skip: { cursor?: string }): Promise<Delivery[]> {
+  let newest: Delivery[] = [];
+  let after = skip.cursor;
+  for (let page = 0; page < MAX_PAGES; page += 1) {
+    const { deliveries, nextCursor } = await api.get<DeliveryPage>(path, { limit: String(PAGE), after });
+    newest = [...newest, ...deliveries].slice(-RECENT);
+    if (nextCursor === undefined) break;
+    if (deliveries.length >= RECENT) skip.cursor = after;
+    after = nextCursor;
+  }
+  return newest.reverse();
+}
 
 export function WebhooksPage({ api }: { api: Api }) {
   const subscriptions = usePoll(() => api.get<{ subscriptions: Subscription[] }>('subscriptions'));
@@ -26,8 +49,9 @@ export function WebhooksPage({ api }: { api: Api }) {
 
 function SubscriptionPanel({ api, subscription }: { api: Api; subscription: Subscription }) {
   const path = `subscriptions/${encodeURIComponent(subscription.id)}/deliveries`;
-  const recent = usePoll(() => api.get<{ deliveries: Delivery[] }>(path, { limit: String(RECENT) }));
-  const dead = usePoll(() => api.get<{ deliveries: Delivery[] }>(path, { status: 'dead', limit: String(RECENT) }));
+  const skip = useRef<{ cursor?: string }>({});
+  const recent = usePoll(() => newestDeliveries(api, path, skip.current));
+  const dead = usePoll(() => api.get<DeliveryPage>(path, { status: 'dead', limit: String(RECENT) }));
   const [retryError, setRetryError] = useState<unknown>();
   const retry = async (delivery: Delivery): Promise<void> => {
     try {
@@ -52,7 +76,7 @@ function SubscriptionPanel({ api, subscription }: { api: Api; subscription: Subs
       <h3>Dead letters</h3>
       {(dead.data?.deliveries.length ?? 0) === 0 ? <p class="hint">None.</p> : <DeliveryTable caption="Deliveries that gave up" deliveries={dead.data?.deliveries ?? []} onRetry={retry} />}
       <h3>Recent deliveries</h3>
-      <DeliveryTable caption={`Up to ${RECENT} deliveries`} deliveries={recent.data?.deliveries ?? []} />
+      <DeliveryTable caption={`The newest ${RECENT} at most, newest first`} deliveries={recent.data ?? []} />
     </article>
   );
 }
