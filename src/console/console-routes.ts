@@ -87,7 +87,7 @@ export function consoleConfig(options: ConsoleOptions): ConsoleConfig {
   return { auth, api: '../'.repeat(depth) };
 }
 
-/** Every built file by its path relative to `dist`, as a ready reply. */
+/** Every built file by its path relative to `dist`, as a ready reply (read as text: the build has no binary assets). */
 function loadFiles(dist: URL): Map<string, Reply> {
   const root = fileURLToPath(dist);
   const files = new Map<string, Reply>();
