@@ -2,7 +2,7 @@
  * `npm run demo`: the two example backends and a gateway in front of them, in one process.
  *
  * Starts the legacy orders service (port 3001), the protocol-speaking payments service (3002) and
- * the gateway configured by `demo.yaml` (8080), then prints curl commands to try. Ctrl-C (SIGINT)
+ * the gateway configured by `demo.yaml` (8080), then prints the console's URL and curl commands to try. Ctrl-C (SIGINT)
  * or SIGTERM closes all three and exits 0.
  *
  * Ports: `ORDERS_PORT`, `PAYMENTS_PORT` and `GATEWAY_PORT` override the defaults; the demo applies
@@ -42,8 +42,16 @@ function commandEnvelope(type: string, dataschema: string, data: object) {
   return { specversion: '1.0', id: randomUUID(), source: 'urn:demo:curl', type, datacontenttype: 'application/json', dataschema, time: new Date().toISOString(), data };
 }
 
+/** Where the operator console is and how to sign in to it (nothing printed when `console.enabled` is false). */
+function consoleLines(base: string, config: GatewayConfig): string[] {
+  if (!config.console.enabled) return [];
+  const key = config.auth.keys[0];
+  const signIn = config.auth.type === 'none' ? 'no sign-in needed' : key ? `sign in with the key of "${key.id}": ${key.key}` : 'sign in with an API key';
+  return ['# the operator console: open it in a browser', `${base}${config.console.path.slice(1)}/  (${signIn})`];
+}
+
 /** The lines printed once everything listens. */
-function usage(base: string): string {
+function usage(base: string, config: GatewayConfig): string {
   const placeOrder = commandEnvelope('PlaceOrder', 'place-order/1.0', { sku: 'widget', qty: 2 });
   const authorize = commandEnvelope('AuthorizePayment', 'authorize-payment/1.0', { orderId: 'ord-1', amount: 25, currency: 'EUR' });
   const post = (body: object): string => `curl -s -X POST ${base}commands -H 'Content-Type: application/json' -d '${JSON.stringify(body)}'`;
@@ -51,6 +59,7 @@ function usage(base: string): string {
     '',
     `proto-gateway demo: ${base}`,
     '',
+    ...consoleLines(base, config),
     '# the aggregated manifest (every URL is the gateway\'s)',
     `curl -s ${base}.well-known/proto`,
     '# a path only the payments service knows, passed through',
@@ -94,7 +103,7 @@ async function main(): Promise<void> {
     const gateway = await startGateway(config, { logger: pino({ level: process.env.LOG_LEVEL ?? 'warn' }) });
     started.push(gateway);
     closeOnSignal(closeAll);
-    console.log(usage(gateway.url.endsWith('/') ? gateway.url : `${gateway.url}/`));
+    console.log(usage(gateway.url.endsWith('/') ? gateway.url : `${gateway.url}/`, config));
   } catch (error) {
     await closeAll();
     throw error;

@@ -48,6 +48,7 @@ import { subscriptionRoutes } from './http/routes/subscriptions.ts';
 import { webhookMetrics } from './metrics/webhooks.ts';
 import { createQueryPath } from './query-path.ts';
 import { serviceRoutes } from './http/routes/services.ts';
+import { statusRoutes } from './http/routes/status.ts';
 import { registryMetrics } from './metrics/registry.ts';
 import { openRegistryStore } from './registry/open-registry-store.ts';
 import { RedisReadiness } from './storage/redis-readiness.ts';
@@ -56,6 +57,7 @@ import { Lifecycle } from './lifecycle.ts';
 import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
 import { openTaskStore } from './bridges/a2a/open-task-store.ts';
 import { a2aMetrics } from './metrics/a2a.ts';
+import { consoleRoutes } from './console/console-routes.ts';
 
 export type { Component } from './lifecycle.ts';
 
@@ -281,8 +283,18 @@ async function assemble(input: AssembleInput) {
     ...commands.routes,
     ...queries.routes,
     ...serviceRoutes(services),
+    ...statusRoutes({
+      registry,
+      services,
+      backends,
+      outboxDepth: (backend) => commands.store.depth(backend),
+      version: GATEWAY_VERSION,
+      storage: config.storage.driver,
+      startedMs: Date.now(),
+    }),
     ...(mcp?.routes ?? []),
     ...(a2a?.routes ?? []),
+    ...(config.console.enabled ? consoleRoutes({ path: config.console.path, auth: config.auth }) : []),
     // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({
       backends,

@@ -97,8 +97,8 @@ export interface Outbox extends StoreLifecycle {
   nextDueMs(): Promise<number | undefined>;
   /** Every backend id that has entries. */
   backends(): Promise<string[]>;
-  /** Number of entries. */
-  depth(): Promise<number>;
+  /** Number of entries, or of `backend`'s entries. */
+  depth(backend?: string): Promise<number>;
 }
 
 /** A backend's own ids for gateway command ids (when it answered 201 with another id). */

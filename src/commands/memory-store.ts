@@ -125,9 +125,12 @@ export class MemoryCommandStore implements CommandStore {
     return [...new Set([...this.#outbox.values()].map((entry) => entry.backend))];
   }
 
-  async depth(): Promise<number> {
+  async depth(backend?: string): Promise<number> {
     this.#assertOpen();
-    return this.#outbox.size;
+    if (backend === undefined) return this.#outbox.size;
+    let n = 0;
+    for (const entry of this.#outbox.values()) if (entry.backend === backend) n += 1;
+    return n;
   }
 
   async rememberAlias(id: string, alias: string): Promise<void> {

@@ -283,9 +283,10 @@ export class RedisCommandStore implements CommandStore {
     return whileRedisAnswers(STORE, () => client.hkeys(this.#keys.backends));
   }
 
-  async depth(): Promise<number> {
+  async depth(backend?: string): Promise<number> {
     const client = this.#connected();
-    return whileRedisAnswers(STORE, () => client.zcard(this.#keys.due));
+    if (backend === undefined) return whileRedisAnswers(STORE, () => client.zcard(this.#keys.due));
+    return Number((await whileRedisAnswers(STORE, () => client.hget(this.#keys.backends, backend))) ?? 0);
   }
 
   async rememberAlias(id: string, alias: string): Promise<void> {

@@ -188,8 +188,9 @@ export class SqliteCommandStore implements CommandStore {
     return this.#sqlite.statements.backends.all().map((row) => row.backend as string);
   }
 
-  async depth(): Promise<number> {
-    return this.#sqlite.statements.depth.get()!.n as number;
+  async depth(backend?: string): Promise<number> {
+    const sql = this.#sqlite.statements;
+    return (backend === undefined ? sql.depth.get() : sql.depthOf.get(backend))!.n as number;
   }
 
   async rememberAlias(id: string, alias: string): Promise<void> {
@@ -221,6 +222,7 @@ function prepareStatements(db: DatabaseSync) {
     nextDue: statement('SELECT MIN(next_attempt_ms) AS next FROM outbox'),
     backends: statement('SELECT DISTINCT backend FROM outbox'),
     depth: statement('SELECT COUNT(*) AS n FROM outbox'),
+    depthOf: statement('SELECT COUNT(*) AS n FROM outbox WHERE backend = ?'),
     aliasCount: statement('SELECT COUNT(*) AS n FROM correlation_aliases WHERE id = ?'),
     insertAlias: statement('INSERT OR IGNORE INTO correlation_aliases (id, alias) VALUES (?, ?)'),
     aliases: statement('SELECT alias FROM correlation_aliases WHERE id = ? ORDER BY alias'),

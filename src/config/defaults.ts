@@ -52,6 +52,7 @@ export function applyDefaults(raw: RawMap, file: string, schemaFiles: SchemaFile
     registry: { allowNetworks: strings(asMap(raw.registry).allowNetworks) },
     a2a: a2a(asMap(raw.a2a)),
     mcp: mcp(asMap(raw.mcp)),
+    console: { enabled: flag(asMap(raw.console).enabled, true), path: text(asMap(raw.console).path, '/console') },
     backends: asList(raw.backends).map((backend, index) => backendConfig(asMap(backend), index, ctx)),
   };
   if (raw.grpc !== undefined) config.grpc = grpc(asMap(raw.grpc));

@@ -32,6 +32,13 @@ export interface GatewayConfig {
     taskTtlMs: number;
   };
   mcp: { enabled: boolean; maxSessions: number; idleTimeoutMs: number };
+  /** The operator console: a static page that talks to the public API with the caller's key. */
+  console: {
+    /** Serve it; default true (false: its path answers 404). */
+    enabled: boolean;
+    /** Where it is served: `/` and one or more segments, no trailing `/`; default `/console`. */
+    path: string;
+  };
   backends: BackendConfig[];
 }
 

@@ -22,6 +22,7 @@ export const EVENTS_CAPABILITY: CapabilitySpec = {
     { method: 'GET', path: '/subscriptions/{id}', description: 'One webhook subscription' },
     { method: 'DELETE', path: '/subscriptions/{id}', description: 'Remove a webhook subscription and its pending deliveries' },
     { method: 'GET', path: '/subscriptions/{id}/deliveries', description: 'Deliveries of a subscription: status (pending, in-flight, succeeded, dead), limit, after' },
+    { method: 'POST', path: '/subscriptions/{id}/deliveries/{deliveryId}/retry', description: 'Retry a dead or succeeded delivery now, with a fresh retry schedule; 202 with the delivery' },
   ],
   // Only channels that are served, never `false`: absence means "not supported" (PROTOCOL.md 2.3), and the
   // published discovery schema allows only sse, webhook and mcp here (A2A is announced by its service block).

@@ -105,6 +105,15 @@ export function outboxContract(name: string, make: () => Outbox | Promise<Outbox
       expect(await store().depth()).toBe(2);
     });
 
+    it('counts the entries of one backend', async () => {
+      await store().enqueue(outboxEntry('a', 'orders'));
+      await store().enqueue(outboxEntry('b', 'payments'));
+      const c = await store().enqueue(outboxEntry('c', 'orders'));
+      expect([await store().depth('orders'), await store().depth('payments'), await store().depth('nobody')]).toEqual([2, 1, 0]);
+      await store().complete(c.seq);
+      expect(await store().depth('orders')).toBe(1);
+    });
+
     it('lists due entries of one backend, earliest due first, up to the limit', async () => {
       await store().enqueue(outboxEntry('later', 'orders', 500));
       await store().enqueue(outboxEntry('x', 'payments'));

@@ -90,6 +90,12 @@ export interface AttemptOutcome {
   uncount?: boolean;
 }
 
+/** What `redeliver` did: put a finished delivery back, found it still pending or in flight (nothing changed), or found none. */
+export type Redelivery =
+  | { outcome: 'redelivered'; delivery: Delivery }
+  | { outcome: 'busy'; delivery: Delivery }
+  | { outcome: 'absent' };
+
 /** A page of `list`; `next` is set when more may follow. */
 export interface DeliveryPage {
   deliveries: Delivery[];
@@ -126,6 +132,13 @@ export interface DeliveryQueue {
   finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]>;
   /** Gives claims back unattempted (shutdown): `pending`, due at `nowMs`, the attempt not counted. Stale claims are skipped. Returns how many. */
   release(claims: ClaimRef[], nowMs: number): Promise<number>;
+  /**
+   * Puts a finished (`succeeded` or `dead`) delivery of `subscriptionId` back to `pending`, due at
+   * `nowMs`, with no attempt counted (a fresh retry schedule); its last error and status stay until
+   * the next attempt. A `pending` or `in-flight` one is left as it is (`busy`); another
+   * subscription's delivery is `absent`.
+   */
+  redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery>;
   /**
    * The earliest instant `claim` may find work: the earliest due time over subscriptions with a free
    * slot, or the earliest lease end of a subscription at `PER_SUBSCRIPTION`; undefined when nothing is

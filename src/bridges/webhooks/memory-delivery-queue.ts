@@ -16,6 +16,7 @@ import {
   type FinishedAttempt,
   type NewDelivery,
   type PurgeLimits,
+  type Redelivery,
 } from './DeliveryQueue.ts';
 
 /** A delivery as held here: its claim token and lease beside the public fields. */
@@ -90,6 +91,16 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   async release(claims: ClaimRef[], nowMs: number): Promise<number> {
     const done = await this.finish(claims.map((c) => ({ ...c, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
     return done.filter(Boolean).length;
+  }
+
+  async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
+    const d = this.#byId.get(id);
+    if (d?.subscriptionId !== subscriptionId) return { outcome: 'absent' };
+    if (d.status === 'pending' || d.status === 'in-flight') return { outcome: 'busy', delivery: publicFields(d) };
+    Object.assign(d, { status: 'pending', attempts: 0, nextAttemptMs: nowMs, updatedMs: nowMs });
+    this.#laneOf(d.subscriptionId).add(d);
+    this.#updateLane(d.subscriptionId, nowMs);
+    return { outcome: 'redelivered', delivery: publicFields(d) };
   }
 
   async nextDueMs(): Promise<number | undefined> {

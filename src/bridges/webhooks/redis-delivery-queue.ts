@@ -29,6 +29,7 @@ import {
   type FinishedAttempt,
   type NewDelivery,
   type PurgeLimits,
+  type Redelivery,
 } from './DeliveryQueue.ts';
 
 /** Where the queue connects. */
@@ -175,6 +176,26 @@ end
 for sub in pairs(touched) do lane(sub) end
 return out`);
 
+/** ARGV: prefix, now, subscriptionId, id; returns the outcome, then the delivery's fields (none when absent). */
+const REDELIVER = new RedisScript(`${HELPERS}
+local key = p .. 'dq:d:' .. ARGV[4]
+if redis.call('HGET', key, 'subscriptionId') ~= ARGV[3] then return {'absent'} end
+local status = redis.call('HGET', key, 'status')
+if status == 'succeeded' or status == 'dead' then
+  local m = member(ARGV[4])
+  redis.call('ZREM', p .. 'dq:' .. status, m)
+  redis.call('HSET', key, 'status', 'pending', 'attempts', 0, 'nextAttemptMs', ARGV[2], 'updatedMs', ARGV[2])
+  redis.call('ZADD', p .. 'dq:due:' .. ARGV[3], ARGV[2], m)
+  redis.call('HINCRBY', p .. 'dq:n', 'pending', 1)
+  lane(ARGV[3])
+  status = 'redelivered'
+else
+  status = 'busy'
+end
+local out = redis.call('HGETALL', key)
+table.insert(out, 1, status)
+return out`);
+
 /** ARGV: prefix, now, subscriptionId, only pending ('1') or all. */
 const DELETE_OF = new RedisScript(`${HELPERS}
 local removed = 0
@@ -256,6 +277,12 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   async release(claims: ClaimRef[], nowMs: number): Promise<number> {
     const released = await this.finish(claims.map((c) => ({ ...c, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
     return released.filter(Boolean).length;
+  }
+
+  async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
+    const [outcome, ...fields] = (await this.#run(REDELIVER, nowMs, [subscriptionId, id])) as string[];
+    if (outcome === 'absent') return { outcome };
+    return { outcome: outcome as 'redelivered' | 'busy', delivery: toDelivery(fields) };
   }
 
   async nextDueMs(): Promise<number | undefined> {

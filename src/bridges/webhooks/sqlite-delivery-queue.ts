@@ -25,6 +25,7 @@ import {
   type FinishedAttempt,
   type NewDelivery,
   type PurgeLimits,
+  type Redelivery,
 } from './DeliveryQueue.ts';
 import { SqliteHandle } from '../../storage/sqlite.ts';
 
@@ -96,7 +97,7 @@ interface Row {
 }
 
 type Statements = Record<
-  | 'insert' | 'readyLanes' | 'expired' | 'duePending' | 'take' | 'finish' | 'uncount'
+  | 'insert' | 'readyLanes' | 'expired' | 'duePending' | 'take' | 'finish' | 'uncount' | 'redeliver' | 'get'
   | 'liveLeases' | 'firstLease' | 'firstPending' | 'setLane' | 'deleteLane' | 'nextDue'
   | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'unfinished' | 'purgeAged' | 'purgeDead' | 'relaxed' | 'strict',
   StatementSync
@@ -172,6 +173,18 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
       });
       for (const subscriptionId of touched) updateLane(sql, subscriptionId, nowMs);
       return recorded;
+    });
+  }
+
+  async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
+    return this.#sqlite.transaction((sql) => {
+      const redelivered = sql.redeliver.get(nowMs, nowMs, id, subscriptionId) as unknown as Row | undefined;
+      if (redelivered) {
+        updateLane(sql, subscriptionId, nowMs);
+        return { outcome: 'redelivered', delivery: fromRow(redelivered) };
+      }
+      const row = sql.get.get(id, subscriptionId) as unknown as Row | undefined;
+      return row ? { outcome: 'busy', delivery: fromRow(row) } : { outcome: 'absent' };
     });
   }
 
@@ -333,6 +346,11 @@ function prepare(db: DatabaseSync): Statements {
     nextDue: db.prepare(`SELECT MIN(ready_ms) AS next FROM webhook_delivery_lanes`),
     relaxed: db.prepare('PRAGMA synchronous = NORMAL'),
     strict: db.prepare('PRAGMA synchronous = FULL'),
+    redeliver: db.prepare(
+      `UPDATE ${table} SET status = 'pending', attempts = 0, next_attempt_ms = ?, updated_ms = ?
+       WHERE id = ? AND subscription_id = ? AND status IN ('succeeded', 'dead') RETURNING ${COLUMNS}`,
+    ),
+    get: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND subscription_id = ?`),
     cancelPending: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ? AND status = 'pending'`),
     deleteSubscription: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ?`),
     list: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND seq > ? ORDER BY seq LIMIT ?`),

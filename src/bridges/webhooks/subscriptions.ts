@@ -2,7 +2,7 @@
  * Subscription management, as the `/subscriptions` routes and the service registry use it: create
  * (request checked, service known, URL through the SSRF guard), list and read one principal's own,
  * delete (its queued deliveries go with it, its attempts in flight are aborted), delete every
- * subscription of a removed service, and read a subscription's deliveries.
+ * subscription of a removed service, read a subscription's deliveries and retry a finished one.
  *
  * Another principal's subscription is answered as absent (404), never as forbidden, so ids cannot
  * be probed.
@@ -40,6 +40,8 @@ export interface SubscriptionsOptions {
   isKnownService: (serviceId: string) => boolean;
   /** Called with the id of each deleted subscription (aborts its attempts in flight). */
   onDeleted: (subscriptionId: string) => void;
+  /** Called when a delivery is due again (wakes the dispatcher). */
+  onRedelivered: () => void;
   /** `webhooks.maxSubscriptionsPerPrincipal` and `webhooks.maxSubscriptions`. */
   limits: { perPrincipal: number; total: number };
 }
@@ -127,6 +129,25 @@ export class Subscriptions {
     await this.#own(principal, id);
     const page = await this.#o.queue.list(id, options);
     return { deliveries: page.deliveries.map(viewOf), ...(page.next === undefined ? {} : { next: page.next }) };
+  }
+
+  /**
+   * Puts a dead or succeeded delivery of one of `principal`'s subscriptions back in the queue, due
+   * now with a fresh retry schedule; `NOT_FOUND` for an unknown subscription or delivery, `CONFLICT`
+   * for one still pending or in flight, or a subscription that is not active.
+   */
+  async redeliver(principal: string, id: string, deliveryId: string): Promise<DeliveryView> {
+    const subscription = await this.#own(principal, id);
+    if (subscription.status !== 'active') {
+      throw new ProtoError('CONFLICT', `subscription "${id}" is ${subscription.status}; only an active subscription's deliveries can be retried`);
+    }
+    const result = await this.#o.queue.redeliver(id, deliveryId, Date.now());
+    if (result.outcome === 'absent') throw new ProtoError('NOT_FOUND', `no delivery "${deliveryId}" of subscription "${id}"`);
+    if (result.outcome === 'busy') {
+      throw new ProtoError('CONFLICT', `delivery "${deliveryId}" is ${result.delivery.status}; only a dead or succeeded delivery can be retried`, { status: result.delivery.status });
+    }
+    this.#o.onRedelivered();
+    return viewOf(result.delivery);
   }
 
   async #own(principal: string, id: string): Promise<Subscription> {

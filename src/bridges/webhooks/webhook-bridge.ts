@@ -111,6 +111,7 @@ export class WebhookBridge {
       log: options.log,
       isKnownService: options.isKnownService,
       onDeleted: (id) => this.#dispatcher.abortSubscription(id),
+      onRedelivered: () => this.#dispatcher.wake(),
       limits: { perPrincipal: options.config.maxSubscriptionsPerPrincipal, total: options.config.maxSubscriptions },
     });
     metrics.trackQueue(() => this.#queue.counts());

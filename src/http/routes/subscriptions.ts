@@ -1,8 +1,9 @@
 /**
  * Webhook subscriptions over HTTP (PROTOCOL.md 4.5, 4.6): `POST /subscriptions` → 201 with the
  * descriptor, `GET /subscriptions` (the caller's own), `GET /subscriptions/{id}`,
- * `DELETE /subscriptions/{id}` → 204, and `GET /subscriptions/{id}/deliveries?status=&limit=&after=`
- * (dead letters and the rest). Scopes follow the method: `write` for POST and DELETE, `read` for
+ * `DELETE /subscriptions/{id}` → 204, `GET /subscriptions/{id}/deliveries?status=&limit=&after=`
+ * (dead letters and the rest), and `POST /subscriptions/{id}/deliveries/{deliveryId}/retry` → 202
+ * (a dead or succeeded delivery is due again). Scopes follow the method: `write` for POST and DELETE, `read` for
  * GETs. The secret is never in an answer.
  */
 import { ProtoError } from '../../errors.ts';
@@ -49,6 +50,15 @@ export function subscriptionRoutes(subscriptions: Subscriptions): Route[] {
         });
         const body = { deliveries: page.deliveries, ...(page.next === undefined ? {} : { nextCursor: String(page.next) }) };
         return { status: 200, body };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/subscriptions/:id/deliveries/:deliveryId/retry',
+      handle: async (ctx) => {
+        const delivery = await subscriptions.redeliver(ctx.principal.id, ctx.params.id, ctx.params.deliveryId);
+        ctx.log.info({ subscription: ctx.params.id, delivery: delivery.id }, 'webhook delivery retried on request');
+        return { status: 202, body: delivery };
       },
     },
   ];

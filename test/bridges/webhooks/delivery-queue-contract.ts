@@ -163,6 +163,29 @@ export function deliveryQueueContract(name: string, make: () => DeliveryQueue | 
       expect((await queue.list('sub-a', { after: 0, limit: 10 })).deliveries[0]).toMatchObject({ status: 'dead', attempts: 0 });
     });
 
+    it('redelivers a dead or succeeded delivery of its subscription: pending, due now, no attempt; leaves the rest alone', async () => {
+      await queue.enqueue([newDelivery('dead'), newDelivery('done'), newDelivery('busy'), newDelivery('waiting')], T);
+      const [toDead, toDone] = await queue.claim(T, 3, 60_000);
+      await queue.finish([
+        { id: toDead.id, claim: toDead.claim, outcome: { status: 'dead', lastError: 'receiver answered 410', lastStatus: 410 } },
+        { id: toDone.id, claim: toDone.claim, outcome: { status: 'succeeded', lastStatus: 200 } },
+      ], T + 1);
+
+      const dead = await queue.redeliver('sub-a', 'dead', T + 10);
+      expect(dead).toMatchObject({ outcome: 'redelivered', delivery: { id: 'dead', status: 'pending', attempts: 0, nextAttemptMs: T + 10, updatedMs: T + 10, lastStatus: 410 } });
+      expect(await queue.redeliver('sub-a', 'done', T + 10)).toMatchObject({ outcome: 'redelivered', delivery: { status: 'pending', attempts: 0 } });
+      expect(await queue.redeliver('sub-a', 'waiting', T + 10)).toMatchObject({ outcome: 'busy', delivery: { status: 'pending' } });
+      expect(await queue.redeliver('sub-a', 'busy', T + 10)).toMatchObject({ outcome: 'busy', delivery: { status: 'in-flight', attempts: 1 } });
+      expect(await queue.redeliver('sub-b', 'dead', T + 10)).toEqual({ outcome: 'absent' });
+      expect(await queue.redeliver('sub-a', 'missing', T + 10)).toEqual({ outcome: 'absent' });
+
+      expect(await queue.counts()).toEqual({ pending: 3, 'in-flight': 1, succeeded: 0, dead: 0 });
+      expect(await queue.nextDueMs()).toBe(T);
+      const again = await queue.claim(T + 10, 10, 60_000);
+      expect(ids(again)).toEqual(['waiting', 'dead', 'done']);
+      expect(again[1]).toMatchObject({ status: 'in-flight', attempts: 1 });
+    });
+
     it('lists a subscription\'s deliveries in enqueue order, by status, in pages', async () => {
       await queue.enqueue(['a', 'b', 'c', 'd'].map((id) => newDelivery(id)), T);
       await queue.enqueue([newDelivery('other', 'sub-b')], T);

@@ -85,6 +85,41 @@ describe('webhook delivery', () => {
     expect(await deliveries(gw, id, 'pending')).toEqual([]);
   });
 
+  it('retries a dead delivery on request: 202, delivered again under the same webhook-id with a fresh schedule', async () => {
+    const gw = await gateway('[]');
+    const receiver = await startReceiver((_req, n) => ({ status: n === 1 ? 500 : 204 }));
+    const { id } = (await subscribe(gw, { webhook: { url: receiver.url(), secret: SECRET } })).body;
+    await appendEvents(gw, 'OrderPlacedV1');
+    const dead = await awaitDelivery(gw, id, 'dead');
+    const retry = (deliveryId: string, subscription = id) =>
+      fetch(`${gw.url}subscriptions/${subscription}/deliveries/${deliveryId}/retry`, { method: 'POST' });
+
+    const res = await retry(dead.id);
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ id: dead.id, status: 'pending', attempts: 0, lastStatus: 500 });
+    const done = await awaitDelivery(gw, id, 'succeeded');
+    expect(done).toMatchObject({ id: dead.id, attempts: 1, lastStatus: 204 });
+    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual([dead.id, dead.id]);
+    new Webhook(SECRET).verify(receiver.requests[1].body, receiver.requests[1].headers as Record<string, string>);
+    expect(await metricValue(gw, 'proto_gateway_webhook_deliveries_total', { outcome: 'succeeded' })).toBe(1);
+
+    const missing = await retry('msg_missing');
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as any).error.code).toBe('NOT_FOUND');
+    expect((await retry(dead.id, '00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+
+  it('refuses to retry a delivery still pending: 409 CONFLICT naming its status', async () => {
+    const gw = await gateway('[1h]');
+    const receiver = await startReceiver(() => ({ status: 500 }));
+    const { id } = (await subscribe(gw, { webhook: { url: receiver.url() } })).body;
+    await appendEvents(gw, 'OrderPlacedV1');
+    const pending = await awaitDelivery(gw, id, 'pending', (d) => d.attempts === 1);
+    const res = await fetch(`${gw.url}subscriptions/${id}/deliveries/${pending.id}/retry`, { method: 'POST' });
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as any).error).toMatchObject({ code: 'CONFLICT', details: { status: 'pending' } });
+  });
+
   it('never follows a redirect: a 3xx is a failed attempt and the redirect target sees nothing', async () => {
     const gw = await gateway('[50ms]');
     const target = await startReceiver();
