@@ -161,6 +161,12 @@ export interface DeliveryQueue {
   close(): Promise<void>;
 }
 
+/** `release` by way of `finish` (what every adapter does): each claim back to `pending`, due at `nowMs`, not counted. */
+export async function releaseByFinish(queue: Pick<DeliveryQueue, 'finish'>, claims: ClaimRef[], nowMs: number): Promise<number> {
+  const released = await queue.finish(claims.map(({ id, claim }) => ({ id, claim, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
+  return released.filter(Boolean).length;
+}
+
 /** A count of zero for every status. */
 export function zeroCounts(): Record<DeliveryStatus, number> {
   return { pending: 0, 'in-flight': 0, succeeded: 0, dead: 0 };

@@ -6,6 +6,7 @@
  */
 import {
   PER_SUBSCRIPTION,
+  releaseByFinish,
   zeroCounts,
   type ClaimedDelivery,
   type ClaimRef,
@@ -88,9 +89,8 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     });
   }
 
-  async release(claims: ClaimRef[], nowMs: number): Promise<number> {
-    const done = await this.finish(claims.map((c) => ({ ...c, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
-    return done.filter(Boolean).length;
+  release(claims: ClaimRef[], nowMs: number): Promise<number> {
+    return releaseByFinish(this, claims, nowMs);
   }
 
   async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {

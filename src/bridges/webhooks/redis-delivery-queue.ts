@@ -19,6 +19,7 @@ import { RedisScript } from '../../storage/redis-script.ts';
 import {
   DELIVERY_STATUSES,
   PER_SUBSCRIPTION,
+  releaseByFinish,
   zeroCounts,
   type ClaimedDelivery,
   type ClaimRef,
@@ -274,9 +275,8 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     return ((await this.#run(FINISH, nowMs, args)) as number[]).map((recorded) => recorded === 1);
   }
 
-  async release(claims: ClaimRef[], nowMs: number): Promise<number> {
-    const released = await this.finish(claims.map((c) => ({ ...c, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
-    return released.filter(Boolean).length;
+  release(claims: ClaimRef[], nowMs: number): Promise<number> {
+    return releaseByFinish(this, claims, nowMs);
   }
 
   async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {

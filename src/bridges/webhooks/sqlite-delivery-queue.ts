@@ -14,6 +14,7 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import {
   PER_SUBSCRIPTION,
+  releaseByFinish,
   zeroCounts,
   type AttemptOutcome,
   type ClaimedDelivery,
@@ -188,12 +189,11 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     });
   }
 
-  async release(claims: ClaimRef[], nowMs: number): Promise<number> {
-    const released = await this.finish(claims.map((c) => ({ ...c, outcome: { status: 'pending', nextAttemptMs: nowMs, uncount: true } })), nowMs);
-    return released.filter(Boolean).length;
+  release(claims: ClaimRef[], nowMs: number): Promise<number> {
+    return releaseByFinish(this, claims, nowMs);
   }
 
-async nextDueMs(): Promise<number | undefined> {
+  async nextDueMs(): Promise<number | undefined> {
     return (this.#sqlite.statements.nextDue.get()?.next as number | null | undefined) ?? undefined;
   }
 
