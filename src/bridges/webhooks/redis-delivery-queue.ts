@@ -222,6 +222,36 @@ while #out < wanted do
 end
 return out`);
 
+/**
+ * ARGV: prefix, now. Moves a queue written before leased claims (one `P dq:pending` sorted set and a
+ * `P dq:inflight` set) into the per-subscription layout: pending ones into their subscription's due
+ * set, in-flight ones under an ended lease (claimable at once, as a stop's were). Idempotent: does
+ * nothing when neither old key exists. Returns how many deliveries it moved.
+ */
+const MIGRATE = new RedisScript(`${HELPERS}
+local moved, touched = 0, {}
+local function move(id, zset, score)
+  local sub = redis.call('HGET', p .. 'dq:d:' .. id, 'subscriptionId')
+  if not sub then return end
+  redis.call('ZADD', p .. 'dq:' .. zset .. ':' .. sub, score, member(id))
+  touched[sub] = true
+  moved = moved + 1
+end
+local pending = redis.call('ZRANGE', p .. 'dq:pending', 0, -1, 'WITHSCORES')
+for i = 1, #pending, 2 do move(idOf(pending[i]), 'due', pending[i + 1]) end
+local inflight = redis.call('SMEMBERS', p .. 'dq:inflight')
+for _, id in ipairs(inflight) do
+  move(id, 'lease', 0)
+  redis.call('HSET', p .. 'dq:d:' .. id, 'leaseUntilMs', 0)
+end
+if #pending > 0 or #inflight > 0 then
+  redis.call('HINCRBY', p .. 'dq:n', 'pending', #pending / 2)
+  redis.call('HINCRBY', p .. 'dq:n', 'in-flight', #inflight)
+end
+redis.call('DEL', p .. 'dq:pending', p .. 'dq:inflight')
+for sub in pairs(touched) do lane(sub) end
+return moved`);
+
 /** ARGV: prefix, now (unused), succeededBeforeMs, deadBeforeMs, maxDead. */
 const PURGE = new RedisScript(`${HELPERS}
 local removed = 0
@@ -247,8 +277,18 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   }
 
   /** Connects. Idempotent. */
+  /** Connects, and moves a queue written before leased claims into the current layout. Idempotent. */
   async open(): Promise<void> {
-    this.#client ??= await connectStore(this.#options);
+    if (this.#client) return;
+    const client = await connectStore(this.#options);
+    this.#client = client;
+    try {
+      await this.#run(MIGRATE, Date.now(), []);
+    } catch (err) {
+      this.#client = undefined;
+      await closeRedis(client);
+      throw err;
+    }
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {

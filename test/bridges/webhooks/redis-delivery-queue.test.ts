@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery-queue.ts';
 import { deletingPrefixOnClose, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
@@ -41,6 +42,29 @@ describe('RedisDeliveryQueue across replicas', () => {
     } finally {
       await one.close();
       await two.close();
+    }
+  });
+});
+
+describe('RedisDeliveryQueue opening a queue written before leased claims', () => {
+  it('moves its pending and in-flight deliveries into their subscriptions\' lanes: claimable at once, counted', async () => {
+    const prefix = randomPrefix();
+    const redis = new Redis(SHARED_REDIS_URL);
+    const queue = testStore(prefix);
+    try {
+      const old = (id: string, sub: string, status: string, seq: number) =>
+        redis.hset(`${prefix}dq:d:${id}`, { id, subscriptionId: sub, eventId: `evt-${id}`, eventType: 'OrderPlacedV1', payload: '{}', nextAttemptMs: 5, seq, status, attempts: status === 'in-flight' ? 1 : 0, createdMs: 1, updatedMs: 1 });
+      await old('p1', 'sub-a', 'pending', 1);
+      await old('f1', 'sub-b', 'in-flight', 2);
+      await redis.zadd(`${prefix}dq:pending`, 5, `${String(1).padStart(16, '0')}|p1`);
+      await redis.sadd(`${prefix}dq:inflight`, 'f1');
+      await queue.open();
+      expect(await queue.counts()).toEqual({ pending: 1, 'in-flight': 1, succeeded: 0, dead: 0 });
+      expect((await queue.claim(10, 10, 1000)).map((d) => [d.id, d.attempts, d.reclaimed])).toEqual([['f1', 2, true], ['p1', 1, false]]);
+      expect(await redis.exists(`${prefix}dq:pending`, `${prefix}dq:inflight`)).toBe(0);
+    } finally {
+      redis.disconnect();
+      await queue.close();
     }
   });
 });
