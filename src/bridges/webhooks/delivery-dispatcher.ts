@@ -158,7 +158,13 @@ export class DeliveryDispatcher {
       const claimed = await this.#o.queue.claim(this.#now(), free, this.#o.leaseMs);
       for (const delivery of claimed) this.#o.metrics.claims.inc({ outcome: delivery.reclaimed ? 'reclaimed' : 'claimed' });
       if (this.#closed) return this.#release(claimed);
-      for (const delivery of claimed) this.#launch(delivery);
+      // One subscription read per claimed batch, shared by its deliveries to that subscription.
+      const subscriptions = new Map<string, Promise<Subscription | undefined>>();
+      for (const delivery of claimed) {
+        const id = delivery.subscriptionId;
+        if (!subscriptions.has(id)) subscriptions.set(id, this.#o.subscriptions.get(id));
+        this.#launch(delivery, subscriptions.get(id)!);
+      }
       if (claimed.length < free) return;
     }
   }
@@ -171,9 +177,9 @@ export class DeliveryDispatcher {
   }
 
   /** Registers an attempt as in flight and runs it; its end frees the slot and wakes the pump. */
-  #launch(delivery: ClaimedDelivery): void {
+  #launch(delivery: ClaimedDelivery, subscription: Promise<Subscription | undefined>): void {
     const controller = new AbortController();
-    const done = this.#attempt(delivery, controller.signal)
+    const done = this.#attempt(delivery, subscription, controller.signal)
       .catch((err: unknown) => this.#o.logger.error({ err, delivery: delivery.id }, 'webhook attempt could not be recorded; the delivery is due again when its lease ends'))
       .finally(() => {
         this.#inFlight.delete(delivery.id);
@@ -182,9 +188,9 @@ export class DeliveryDispatcher {
     this.#inFlight.set(delivery.id, { subscriptionId: delivery.subscriptionId, controller, done });
   }
 
-  async #attempt(delivery: ClaimedDelivery, signal: AbortSignal): Promise<void> {
-    const { queue, subscriptions } = this.#o;
-    const subscription = await subscriptions.get(delivery.subscriptionId);
+  async #attempt(delivery: ClaimedDelivery, subscriptionRead: Promise<Subscription | undefined>, signal: AbortSignal): Promise<void> {
+    const { queue } = this.#o;
+    const subscription = await subscriptionRead;
     if (!subscription) {
       // Deleted while this delivery was queued (or its deletion was cut short): nothing is delivered.
       await queue.deleteSubscription(delivery.subscriptionId);
