@@ -13,7 +13,8 @@
  *   rest; an aborted attempt's entry is released (due again at once) and delivered after restart.
  * - Entries are claimed with a lease (`Outbox.claimDue`): held in memory while in flight, hidden
  *   from every other claimer (another replica on a shared store), and back when a crashed
- *   claimer's lease runs out. Nothing in flight is read again.
+ *   claimer's lease runs out. Nothing in flight is read again. `proto_gateway_outbox_claims_total`
+ *   counts claims, reclaims (work taken over from a dead claimer) and releases.
  * - A paused backend (`isPaused`) is skipped: its commands wait in the outbox until it is resumed
  *   (then `wake()`). Backends come and go at runtime: `deliveries` is read at every pass.
  * - The adapters ask the backend's circuit before each attempt; an open circuit is a transient
@@ -160,6 +161,7 @@ export class Dispatcher {
     if (free <= 0 || this.#closing || !delivery) return;
     const claimed = await this.#options.outbox.claimDue(backend, Date.now(), free, this.#leaseMs);
     for (const entry of claimed) {
+      this.#options.metrics.countClaim(backend, entry.reclaimed ? 'reclaimed' : 'claimed');
       if (this.#closing) return this.#release(entry);
       if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry);
     }
@@ -171,6 +173,7 @@ export class Dispatcher {
 
   /** Ends the claim of an entry not attempted after all (shutdown): due again now, for the next process. */
   #release(entry: OutboxEntry): Promise<void> {
+    this.#options.metrics.countClaim(entry.backend, 'released');
     return this.#options.outbox.reschedule(entry.seq, entry.attempts, Date.now(), entry.lastError ?? '').catch((err: unknown) => {
       this.#options.logger.warn({ err, command: entry.id }, 'could not release a claimed command; it is due again when its lease ends');
     });
