@@ -8,7 +8,7 @@ import { RedisCommandStore } from '../../src/commands/redis-store.ts';
 import { MemoryEventLog } from '../../src/log/memory.ts';
 import { commandMetrics } from '../../src/metrics/commands.ts';
 import { eventually } from '../support/gateway.ts';
-import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
+import { deletePrefix, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
 import { outboxEntry } from './store-contract.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -29,9 +29,9 @@ function delivery(deliver: (entry: OutboxEntry, signal: AbortSignal) => Promise<
   };
 }
 
-/** One replica's command store and dispatcher on the shared Redis under `prefix` (closed after the test); nothing started. */
-async function replica(prefix: string, orders: CommandDelivery) {
-  const store = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix });
+/** One replica's command store and dispatcher on the Redis at `url` under `prefix` (closed after the test); nothing started. */
+async function replica(prefix: string, orders: CommandDelivery, url = SHARED_REDIS_URL) {
+  const store = new RedisCommandStore({ url, prefix });
   await store.open();
   const log = new MemoryEventLog();
   await log.open();
@@ -101,4 +101,27 @@ describe('leased claims across replicas', () => {
     // Released: due again at once for whoever comes next, as a plain claim.
     expect((await survivor.store.claimDue('orders', Date.now(), 10, 1000)).map((e) => ({ id: e.id, reclaimed: e.reclaimed }))).toEqual([{ id: 'stuck', reclaimed: false }]);
   });
+});
+
+describe('a dispatcher across a Redis restart', () => {
+  it('completes a command delivered while Redis was down once it returns, instead of delivering it again', async () => {
+    const server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
+    cleanups.push(() => server.dispose());
+    let restarted: Promise<void> | undefined;
+    const delivered: string[] = [];
+    const { store, dispatcher } = await replica(randomPrefix(), delivery(async (entry) => {
+      delivered.push(entry.id);
+      // The backend took the command; Redis dies before the dispatcher can record it, and comes back.
+      if (!restarted) {
+        await server.crash();
+        restarted = server.start();
+      }
+    }), server.url);
+    await store.enqueue({ ...outboxEntry('x'), nextAttemptMs: 0 });
+    await dispatcher.start();
+    await eventually(() => restarted !== undefined, 10_000);
+    await restarted;
+    await eventually(async () => store.ready() && (await store.depth()) === 0, 20_000, 100);
+    expect(delivered).toEqual(['x']);
+  }, 30_000);
 });
