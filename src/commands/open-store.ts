@@ -3,6 +3,7 @@
  * event log's file), `memory`, or `redis` (shared by every replica on `storage.url` and `prefix`).
  */
 import type { StorageConfig } from '../config/types.ts';
+import { redisStoreOptions } from '../storage/redis.ts';
 import type { CommandStore } from './CommandStore.ts';
 import { MemoryCommandStore } from './memory-store.ts';
 import { RedisCommandStore } from './redis-store.ts';
@@ -16,9 +17,6 @@ export async function openCommandStore(storage: StorageConfig): Promise<CommandS
 }
 
 function redisStore(storage: StorageConfig): RedisCommandStore {
-  const { waitReplicas, waitTimeoutMs, waitAof, sentinels, name } = storage.redis;
-  return new RedisCommandStore({
-    url: storage.url, prefix: storage.prefix, waitReplicas, waitTimeoutMs, waitAof,
-    ...(sentinels && { sentinels }), ...(name !== undefined && { name }),
-  });
+  const { waitReplicas, waitTimeoutMs, waitAof } = storage.redis;
+  return new RedisCommandStore({ ...redisStoreOptions(storage), waitReplicas, waitTimeoutMs, waitAof });
 }

@@ -41,21 +41,14 @@ import {
   type OutboxEntry,
 } from './CommandStore.ts';
 
-/** Where and how the store connects. */
-export interface RedisCommandStoreOptions {
-  /** A URL ioredis accepts (`redis://`, `rediss://`, password, database). */
-  url: string;
-  /** Prepended to every key (`storage.prefix`). */
-  prefix: string;
+/** Where and how the store connects, and how durable an accept must be before it is answered. */
+export interface RedisCommandStoreOptions extends RedisStoreOptions {
   /** Replicas that must acknowledge an accept (`WAIT`) before it is answered; 0 = none. */
   waitReplicas?: number;
   /** How long `WAIT`/`WAITAOF` may take, in ms. */
   waitTimeoutMs?: number;
   /** `WAITAOF 1 0` after an accept: fsynced to the primary's AOF first (Redis >= 7.2; checked at open). */
   waitAof?: boolean;
-  /** Sentinel settings handed to ioredis. */
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
 }
 
 /** The first Redis version with `WAITAOF`. */
@@ -179,7 +172,6 @@ export class RedisCommandStore implements CommandStore {
   /** Connects (fails when Redis does not answer). Idempotent. */
   async open(): Promise<void> {
     if (this.#client) return;
-    const { url, sentinels, name } = this.#options;
     const client = await connectStore(this.#options, 'commands');
     if (this.#options.waitAof) {
       const version = /redis_version:(\d+)\.(\d+)/.exec(await client.info('server'));
