@@ -6,21 +6,32 @@
  * `--appendonly yes --appendfsync always` (every accept fsynced before its answer). 32 accepts in
  * flight per store, each with a fresh id.
  *
+ * Then commands end to end, through gateways: `POST /commands` of COMMANDS fresh commands, 32 in
+ * flight, answered 201 by one gateway on Redis and by two on one prefix (the clients alternate
+ * between them), against one gateway on SQLite; each gateway also delivers what it accepted to a
+ * loopback backend meanwhile, as in production.
+ *
  *   npx --no-install node --disable-warning=ExperimentalWarning bench/command-store.bench.ts [--quick]
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import pino from 'pino';
+import { request } from 'undici';
+import { startGateway, type Gateway } from '../src/app.ts';
 import type { CommandStore, NewOutboxEntry } from '../src/commands/CommandStore.ts';
 import { RedisCommandStore } from '../src/commands/redis-store.ts';
 import { SqliteCommandStore } from '../src/commands/sqlite-store.ts';
+import { parseConfig } from '../src/config/load.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const ACCEPTS = sized(20_000, 3_000);
+const COMMANDS = sized(10_000, 1_500);
 const IN_FLIGHT = 32;
 
 function entry(id: string, now: number): NewOutboxEntry {
@@ -135,6 +146,70 @@ try {
 } finally {
   await aof.stop();
 }
+
+/** A legacy backend taking every order (201), and the gateway YAML of it on `storage`. */
+async function gatewayYaml(storage: string): Promise<{ yaml: string; close(): Promise<void> }> {
+  const backend = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(201, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+  const { port } = backend.address() as { port: number };
+  const yaml = `server: { host: 127.0.0.1, port: 0 }
+${storage}
+backends:
+  - id: orders
+    kind: legacy
+    url: http://127.0.0.1:${port}
+    commands:
+      - type: PlaceOrder
+        schema: place-order
+        version: "1.0"
+        jsonSchema: { type: object, required: [sku, qty], properties: { sku: { type: string }, qty: { type: integer } } }
+        request: { method: POST, path: /orders, body: "data" }
+`;
+  return { yaml, close: () => new Promise<void>((resolve) => backend.close(() => resolve())) };
+}
+
+/** Commands per second answered 201 by `replicas` gateways on `storage` (YAML), IN_FLIGHT clients alternating between them. */
+async function gatewayAcceptRate(storage: string, replicas: number): Promise<number> {
+  const { yaml, close } = await gatewayYaml(storage);
+  const gateways: Gateway[] = [];
+  try {
+    for (let i = 0; i < replicas; i++) gateways.push(await startGateway(await parseConfig(yaml, join(dir, 'gateway.yaml')), { logger: pino({ level: 'silent' }) }));
+    let next = 0;
+    const send = async (): Promise<void> => {
+      while (next < COMMANDS) {
+        const id = randomUUID();
+        const gateway = gateways[next++ % replicas]!;
+        const res = await request(`${gateway.url}commands`, {
+          method: 'POST', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ specversion: '1.0', id, source: 'urn:bench', type: 'PlaceOrder', datacontenttype: 'application/json', dataschema: 'place-order/1.0', time: new Date().toISOString(), data: { sku: 'widget', qty: 2 } }),
+        });
+        await res.body.dump();
+        if (res.statusCode !== 201) throw new Error(`POST /commands answered ${res.statusCode}`);
+      }
+    };
+    const started = performance.now();
+    await Promise.all(Array.from({ length: IN_FLIGHT }, send));
+    return COMMANDS / ((performance.now() - started) / 1000);
+  } finally {
+    for (const gateway of gateways) await gateway.close();
+    await close();
+  }
+}
+
+const throughSqlite = await gatewayAcceptRate(`storage: { driver: sqlite, path: "${join(dir, 'gateway-e2e.db')}" }`, 1);
+const throughRedis = async (replicas: number) => {
+  const prefix = `bench:${randomUUID()}:`;
+  try {
+    return await gatewayAcceptRate(`storage: { driver: redis, url: "${SHARED}", prefix: "${prefix}" }`, replicas);
+  } finally {
+    await deletePrefix(SHARED, prefix);
+  }
+};
+const gatewayOne = await throughRedis(1);
+const gatewayTwo = await throughRedis(2);
 rmSync(dir, { recursive: true, force: true });
 
 const figure = (name: string, gateway: number) =>
@@ -142,4 +217,8 @@ const figure = (name: string, gateway: number) =>
 figure('redis store, 1 replica', one);
 figure('redis store, 2 replicas on one prefix (total)', two);
 figure('redis store, appendfsync always', always);
-report.write({ accepts: ACCEPTS, inFlightPerStore: IN_FLIGHT });
+const accepted = (name: string, gateway: number) =>
+  report.add({ name, unit: 'commands/s', gateway, baseline: throughSqlite, baselineName: 'gateway on sqlite (1 replica)', better: 'higher' });
+accepted('POST /commands through the gateway, redis, 1 replica', gatewayOne);
+accepted('POST /commands through the gateway, redis, 2 replicas on one prefix (total)', gatewayTwo);
+report.write({ accepts: ACCEPTS, inFlightPerStore: IN_FLIGHT, commandsThroughGateways: COMMANDS });

@@ -6,19 +6,30 @@
  * live fan-out, which is part of the cost), and live fan-out: how long until the other replica's
  * subscriber has every event, as events per second end to end. 8 appends in flight per log.
  *
+ * Then ingestion end to end, through gateways: two protocol backends (the payments example) each
+ * publish half of INGESTED events at once, and the figure is events per second until the gateways'
+ * log holds them all (the followers page through the backends' `/events`, leased per backend on
+ * Redis), for one gateway on Redis and two on one prefix, against one gateway on SQLite.
+ *
  *   npx --no-install node --disable-warning=ExperimentalWarning bench/event-log-redis.bench.ts [--quick]
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import pino from 'pino';
+import { startPaymentsService } from '../examples/payments-service.ts';
+import { startGateway, type Gateway } from '../src/app.ts';
+import { parseConfig } from '../src/config/load.ts';
 import type { EventLog, NewEvent } from '../src/log/EventLog.ts';
 import { RedisEventLog } from '../src/log/redis.ts';
 import { SqliteEventLog } from '../src/log/sqlite.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const PAGES = sized(3_000, 400);
+const INGESTED = sized(40_000, 6_000);
 const PAGE = 10;
 const IN_FLIGHT = 8;
 const SHARED = 'redis://127.0.0.1:6379/0';
@@ -96,4 +107,42 @@ const figure = (name: string, gateway: number) =>
 figure('redis log, 1 replica', one.rate);
 figure('redis log, 2 replicas on one prefix (total)', two.rate);
 figure('redis log, 2 replicas: every event at the other replica\'s subscriber', two.fanout);
-report.write({ pages: PAGES, eventsPerPage: PAGE, inFlightPerLog: IN_FLIGHT });
+
+/**
+ * Events per second ingested through `replicas` gateways on `storage` (YAML) from two payments
+ * backends that publish INGESTED events between them at once.
+ */
+async function gatewayIngestRate(storage: string, replicas: number): Promise<number> {
+  const backends = [await startPaymentsService({ port: 0 }), await startPaymentsService({ port: 0 })];
+  const yaml = `server: { host: 127.0.0.1, port: 0 }\n${storage}\nbackends:\n${backends
+    .map((b, i) => `  - id: pay-${i}\n    kind: proto\n    url: "${b.url}"\n    events: { follow: poll, interval: 50ms }\n`)
+    .join('')}`;
+  const gateways: Gateway[] = [];
+  try {
+    for (let i = 0; i < replicas; i++) gateways.push(await startGateway(await parseConfig(yaml, join(ingestDir, 'gateway.yaml')), { logger: pino({ level: 'silent' }) }));
+    for (let n = 0; n < INGESTED; n++) backends[n % 2]!.emit('PaymentRefundedV1', { orderId: `o-${n}` });
+    const started = performance.now();
+    while ((await gateways[0]!.log.count()) < INGESTED) await sleep(10);
+    return INGESTED / ((performance.now() - started) / 1000);
+  } finally {
+    for (const gateway of gateways) await gateway.close();
+    for (const backend of backends) await backend.close();
+  }
+}
+
+const ingestDir = mkdtempSync(join(tmpdir(), 'pgw-bench-ingest-'));
+const throughSqlite = await gatewayIngestRate(`storage: { driver: sqlite, path: "${join(ingestDir, 'gateway.db')}" }`, 1);
+const ingestOn = async (replicas: number) => {
+  const prefix = `bench:${randomUUID()}:`;
+  try {
+    return await gatewayIngestRate(`storage: { driver: redis, url: "${SHARED}", prefix: "${prefix}" }`, replicas);
+  } finally {
+    await deletePrefix(prefix);
+  }
+};
+const ingestedBy = (name: string, gateway: number) =>
+  report.add({ name, unit: 'events/s', gateway, baseline: throughSqlite, baselineName: 'gateway on sqlite (1 replica)', better: 'higher' });
+ingestedBy('ingest through the gateway, redis, 1 replica', await ingestOn(1));
+ingestedBy('ingest through the gateway, redis, 2 replicas on one prefix', await ingestOn(2));
+rmSync(ingestDir, { recursive: true, force: true });
+report.write({ pages: PAGES, eventsPerPage: PAGE, inFlightPerLog: IN_FLIGHT, ingestedThroughGateways: INGESTED });

@@ -16,8 +16,7 @@ import type { CommandStore } from './commands/CommandStore.ts';
 import type { CommandDelivery } from './commands/delivery.ts';
 import { Dispatcher } from './commands/dispatcher.ts';
 import { createIngestion, type CommandIngestion } from './commands/ingestion.ts';
-import { openCommandStore } from './commands/open-store.ts';
-import { RateLimiter } from './commands/rate-limit.ts';
+import { openCommandStore, openRateLimit } from './commands/open-store.ts';
 import type { GatewayConfig } from './config/types.ts';
 import type { Route } from './http/route.ts';
 import { commandRoutes } from './http/routes/commands.ts';
@@ -57,6 +56,10 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
   const { config, backends, logger } = options;
   const metrics = commandMetrics(options.registry);
   const store = await openCommandStore(config.storage);
+  const rateLimit = await openRateLimit(config.storage, config.commands.rateLimit).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
   metrics.watchOutbox(() => store.depth());
   const catalogue = new CommandCatalogue({ publicUrl: options.publicUrl, backends, logger, metrics, onProduced: options.onProduced });
   const { dispatch } = config.commands;
@@ -78,13 +81,13 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     catalogue,
     store,
     idempotencyWindowMs: config.commands.idempotencyWindowMs,
-    rateLimiter: new RateLimiter(config.commands.rateLimit),
+    rateLimiter: rateLimit,
     metrics,
     onEnqueued: () => dispatcher.wake(),
   });
   const purger = idempotencyPurger(store, config.commands.idempotencyWindowMs, logger);
   return {
-    components: [{ close: () => store.close() }, catalogue, purger, dispatcher],
+    components: [{ close: () => store.close() }, rateLimit, catalogue, purger, dispatcher],
     routes: commandRoutes({ catalogue, ingestion, backends }),
     store,
     catalogue,

@@ -53,6 +53,15 @@ export interface OutboxEntry {
 /** An outbox entry before the store gave it a `seq`. */
 export type NewOutboxEntry = Omit<OutboxEntry, 'seq'>;
 
+/** An outbox entry as `claimDue` hands it out. */
+export interface ClaimedOutboxEntry extends OutboxEntry {
+  /**
+   * True when the entry's previous claim never ended (neither completed nor rescheduled): its
+   * lease ran out because its claimer died or stalled, and this claim takes the work over.
+   */
+  reclaimed: boolean;
+}
+
 /** The lifecycle every store shares. */
 export interface StoreLifecycle {
   /** Opens the store (creates tables). Idempotent. */
@@ -86,9 +95,9 @@ export interface Outbox extends StoreLifecycle {
    * has run out), earliest due first, then by seq, returned as they were. Atomically, each becomes
    * invisible to every claimer (`due`, `claimDue`) until `nowMs + leaseMs`, or until it is completed or
    * rescheduled (which ends the lease). A claimer that dies leaves its entries to come back when
-   * their lease runs out; of two concurrent claimers, never both get one entry.
+   * their lease runs out, marked `reclaimed`; of two concurrent claimers, never both get one entry.
    */
-  claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]>;
+  claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]>;
   /** Records a failed attempt and ends its claim: the new attempt count, when to try next, and why it failed. */
   reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void>;
   /** Removes a delivered (or finally failed) entry. Removing an unknown seq is a no-op. */

@@ -13,12 +13,17 @@
  *   rest; an aborted attempt's entry is released (due again at once) and delivered after restart.
  * - Entries are claimed with a lease (`Outbox.claimDue`): held in memory while in flight, hidden
  *   from every other claimer (another replica on a shared store), and back when a crashed
- *   claimer's lease runs out. Nothing in flight is read again.
+ *   claimer's lease runs out. Nothing in flight is read again. `proto_gateway_outbox_claims_total`
+ *   counts claims, reclaims (work taken over from a dead claimer) and releases.
  * - A paused backend (`isPaused`) is skipped: its commands wait in the outbox until it is resumed
  *   (then `wake()`). Backends come and go at runtime: `deliveries` is read at every pass.
+ * - The bookkeeping of an attempt that reached the backend (result events, completion, reschedule)
+ *   is tried again while the store refuses it (Redis restarting) and the claim's lease lasts, so a
+ *   short store outage delays it instead of having the command delivered a second time.
  * - The adapters ask the backend's circuit before each attempt; an open circuit is a transient
  *   failure like any other (retried, not before the `Retry-After` it gives).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { AttemptOutcome, CommandMetrics } from '../metrics/commands.ts';
@@ -31,6 +36,9 @@ export const MAX_IDLE_MS = 1_000;
 
 /** What a lease adds to the attempt timeout by default, in ms. */
 export const LEASE_MARGIN_MS = 5_000;
+
+/** Pause between two tries of an attempt's bookkeeping the store refused (Redis away), in ms. */
+const STORE_RETRY_MS = 250;
 
 /** Options of a `Dispatcher`. */
 export interface DispatcherOptions {
@@ -158,10 +166,12 @@ export class Dispatcher {
     const free = this.#options.concurrency - lane.size;
     const delivery = this.#options.deliveries.get(backend);
     if (free <= 0 || this.#closing || !delivery) return;
-    const claimed = await this.#options.outbox.claimDue(backend, Date.now(), free, this.#leaseMs);
+    const claimedMs = Date.now();
+    const claimed = await this.#options.outbox.claimDue(backend, claimedMs, free, this.#leaseMs);
     for (const entry of claimed) {
+      this.#options.metrics.countClaim(backend, entry.reclaimed ? 'reclaimed' : 'claimed');
       if (this.#closing) return this.#release(entry);
-      if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry);
+      if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.#leaseMs);
     }
   }
 
@@ -171,19 +181,20 @@ export class Dispatcher {
 
   /** Ends the claim of an entry not attempted after all (shutdown): due again now, for the next process. */
   #release(entry: OutboxEntry): Promise<void> {
+    this.#options.metrics.countClaim(entry.backend, 'released');
     return this.#options.outbox.reschedule(entry.seq, entry.attempts, Date.now(), entry.lastError ?? '').catch((err: unknown) => {
       this.#options.logger.warn({ err, command: entry.id }, 'could not release a claimed command; it is due again when its lease ends');
     });
   }
 
-  #start(backend: string, delivery: CommandDelivery, lane: Set<number>, entry: OutboxEntry): void {
+  #start(backend: string, delivery: CommandDelivery, lane: Set<number>, entry: OutboxEntry, leaseEndMs: number): void {
     lane.add(entry.seq);
     const release = (): void => {
       lane.delete(entry.seq);
       if (lane.size === 0 && !this.#options.deliveries.has(backend)) this.#lanes.delete(backend);
       this.wake();
     };
-    const attempt = this.#attempt(delivery, entry).then(release, (err: unknown) => {
+    const attempt = this.#attempt(delivery, entry, leaseEndMs).then(release, (err: unknown) => {
       // The store or the log failed: keep the slot taken for a while rather than spin on the entry.
       this.#options.logger.error({ err, command: entry.id, backend }, 'command attempt failed unexpectedly');
       setTimeout(release, MAX_IDLE_MS).unref();
@@ -202,8 +213,8 @@ export class Dispatcher {
     this.#timer.unref();
   }
 
-  /** One attempt and its consequences (result events, completion, or a rescheduled retry). */
-  async #attempt(delivery: CommandDelivery, entry: OutboxEntry): Promise<void> {
+  /** One attempt and its consequences (result events, completion, or a rescheduled retry) while its claim lasts (`leaseEndMs`). */
+  async #attempt(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<void> {
     const started = performance.now();
     let outcome: DeliveryOutcome;
     try {
@@ -216,22 +227,42 @@ export class Dispatcher {
       outcome = { kind: 'retry', reason: reasonOf(err), ...retryAfterOf(err) };
     }
     this.#observe(entry, outcome.kind, started);
-    if (outcome.kind === 'retry') return this.#retry(delivery, entry, outcome.reason, outcome.retryAfterMs);
-    if (outcome.kind === 'delivered' && outcome.backendId !== undefined) await this.#remember(entry, outcome.backendId);
+    if (outcome.kind === 'retry') return this.#retry(delivery, entry, leaseEndMs, outcome.reason, outcome.retryAfterMs);
+    if (outcome.kind === 'delivered' && outcome.backendId !== undefined) await this.#remember(entry, leaseEndMs, outcome.backendId);
     if (outcome.kind === 'rejected') this.#fail(entry, outcome.reason);
-    await this.#finish(entry, outcome.events);
+    await this.#persist(entry, leaseEndMs, () => this.#finish(entry, outcome.events));
   }
 
-  async #retry(delivery: CommandDelivery, entry: OutboxEntry, reason: FailureReason, retryAfterMs?: number): Promise<void> {
+  async #retry(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number, reason: FailureReason, retryAfterMs?: number): Promise<void> {
     const attempts = entry.attempts + 1;
     const delay = retryDelayMs(this.#options.retryScheduleMs, attempts, retryAfterMs, this.#options.random);
     if (delay === undefined) {
       this.#fail(entry, reason);
-      return this.#finish(entry, [await delivery.failureEvent(entry, reason)]);
+      const events = [await delivery.failureEvent(entry, reason)];
+      return this.#persist(entry, leaseEndMs, () => this.#finish(entry, events));
     }
     this.#options.metrics.countRetry(entry.backend);
     this.#options.logger.info({ command: entry.id, backend: entry.backend, attempts, delayMs: delay, reason: reason.message }, 'command delivery will be retried');
-    await this.#options.outbox.reschedule(entry.seq, attempts, Date.now() + delay, `${reason.code}: ${reason.message}`);
+    const nextAttemptMs = Date.now() + delay;
+    await this.#persist(entry, leaseEndMs, () => this.#options.outbox.reschedule(entry.seq, attempts, nextAttemptMs, `${reason.code}: ${reason.message}`));
+  }
+
+  /**
+   * Runs a write that records the end of an attempt until the store takes it, while the claim's
+   * lease lasts: a store outage (Redis restarting) delays the bookkeeping instead of leaving the
+   * entry to be delivered again when its lease runs out. Rethrows once the lease is about to end,
+   * or at shutdown (the entry then comes back when its lease runs out: at least once, never lost).
+   */
+  async #persist(entry: OutboxEntry, leaseEndMs: number, write: () => Promise<void>): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await write();
+      } catch (err) {
+        if (this.#abort.signal.aborted || Date.now() + STORE_RETRY_MS >= leaseEndMs) throw err;
+        if (tries === 1) this.#options.logger.warn({ err, command: entry.id }, 'the store did not take the end of a command attempt; trying again while its lease lasts');
+        await sleep(STORE_RETRY_MS, undefined, { signal: this.#abort.signal }).catch(() => {});
+      }
+    }
   }
 
   /** Appends the result events, then removes the entry: a crash in between re-delivers (at least once), never loses. */
@@ -240,9 +271,9 @@ export class Dispatcher {
     await this.#options.outbox.complete(entry.seq);
   }
 
-  async #remember(entry: OutboxEntry, backendId: string): Promise<void> {
+  async #remember(entry: OutboxEntry, leaseEndMs: number, backendId: string): Promise<void> {
     this.#options.logger.warn({ command: entry.id, backend: entry.backend, backendId }, 'backend answered with another command id; its events are found by both');
-    await this.#options.aliases.rememberAlias(entry.id, backendId);
+    await this.#persist(entry, leaseEndMs, () => this.#options.aliases.rememberAlias(entry.id, backendId));
   }
 
   #fail(entry: OutboxEntry, reason: FailureReason): void {

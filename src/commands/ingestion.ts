@@ -14,7 +14,7 @@ import { matchDataschema } from './dataschema.ts';
 import { checkCommandEnvelope, type CommandEnvelope } from './envelope.ts';
 import { commandFingerprint } from './fingerprint.ts';
 import { GroupCommitter } from './group-commit.ts';
-import type { RateLimiter } from './rate-limit.ts';
+import type { PrincipalRateLimit } from './rate-limit.ts';
 
 /** One submission as the HTTP edge hands it over. */
 export interface Submission {
@@ -55,7 +55,7 @@ export interface IngestionOptions {
   /** `commands.idempotencyWindow`, in ms. */
   idempotencyWindowMs: number;
   /** Absent or disabled: no rate limit step. */
-  rateLimiter?: RateLimiter;
+  rateLimiter?: PrincipalRateLimit;
   metrics: CommandMetrics;
   /** Told after a command entered the outbox (wakes the dispatcher). */
   onEnqueued(backend: string): void;
@@ -97,7 +97,7 @@ export function createIngestion(options: IngestionOptions): CommandIngestion {
   };
 }
 
-function rateLimitStep(limiter: RateLimiter): Step {
+function rateLimitStep(limiter: PrincipalRateLimit): Step {
   return (draft) => limiter.take(draft.submission.principal);
 }
 

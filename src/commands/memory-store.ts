@@ -9,6 +9,7 @@
  */
 import {
   type AcceptItem,
+  type ClaimedOutboxEntry,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -22,6 +23,8 @@ export class MemoryCommandStore implements CommandStore {
   /** By seq; insertion order is seq order. */
   readonly #outbox = new Map<number, OutboxEntry>();
   readonly #aliases = new Map<string, string[]>();
+  /** Seqs whose last claim has not ended (no completion or reschedule since). */
+  readonly #claimed = new Set<number>();
   #lastSeq = 0;
   #open = false;
 
@@ -34,6 +37,7 @@ export class MemoryCommandStore implements CommandStore {
     this.#records.clear();
     this.#outbox.clear();
     this.#aliases.clear();
+    this.#claimed.clear();
   }
 
   async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
@@ -85,12 +89,15 @@ export class MemoryCommandStore implements CommandStore {
     return this.#due(backend, nowMs, limit);
   }
 
-  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
     // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
-    const claimed = this.#due(backend, nowMs, limit);
-    // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
-    for (const entry of claimed) this.#outbox.get(entry.seq)!.nextAttemptMs = nowMs + leaseMs;
-    return claimed;
+    return this.#due(backend, nowMs, limit).map((entry) => {
+      // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
+      this.#outbox.get(entry.seq)!.nextAttemptMs = nowMs + leaseMs;
+      const reclaimed = this.#claimed.has(entry.seq);
+      this.#claimed.add(entry.seq);
+      return { ...entry, reclaimed };
+    });
   }
 
   #due(backend: string, nowMs: number, limit: number): OutboxEntry[] {
@@ -106,11 +113,13 @@ export class MemoryCommandStore implements CommandStore {
     this.#assertOpen();
     const entry = this.#outbox.get(seq);
     if (entry) Object.assign(entry, { attempts, nextAttemptMs, lastError });
+    this.#claimed.delete(seq);
   }
 
   async complete(seq: number): Promise<void> {
     this.#assertOpen();
     this.#outbox.delete(seq);
+    this.#claimed.delete(seq);
   }
 
   async nextDueMs(): Promise<number | undefined> {

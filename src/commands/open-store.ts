@@ -1,10 +1,14 @@
 /**
  * Chooses the command store of `storage.driver`: `sqlite` (the default: its own connection on the
- * event log's file), `memory`, or `redis` (shared by every replica on `storage.url` and `prefix`).
+ * event log's file), `memory`, or `redis` (shared by every replica on `storage.url` and `prefix`);
+ * and where the rate limit's buckets live: in Redis under `redis` (shared), else in process memory.
  */
-import type { StorageConfig } from '../config/types.ts';
+import type { CommandsConfig, StorageConfig } from '../config/types.ts';
+import { redisStoreOptions } from '../storage/redis.ts';
 import type { CommandStore } from './CommandStore.ts';
 import { MemoryCommandStore } from './memory-store.ts';
+import { type PrincipalRateLimit, RateLimiter } from './rate-limit.ts';
+import { RedisRateLimiter } from './redis-rate-limit.ts';
 import { RedisCommandStore } from './redis-store.ts';
 import { SqliteCommandStore } from './sqlite-store.ts';
 
@@ -16,9 +20,14 @@ export async function openCommandStore(storage: StorageConfig): Promise<CommandS
 }
 
 function redisStore(storage: StorageConfig): RedisCommandStore {
-  const { waitReplicas, waitTimeoutMs, waitAof, sentinels, name } = storage.redis;
-  return new RedisCommandStore({
-    url: storage.url, prefix: storage.prefix, waitReplicas, waitTimeoutMs, waitAof,
-    ...(sentinels && { sentinels }), ...(name !== undefined && { name }),
-  });
+  const { waitReplicas, waitTimeoutMs, waitAof } = storage.redis;
+  return new RedisCommandStore({ ...redisStoreOptions(storage), waitReplicas, waitTimeoutMs, waitAof });
+}
+
+/** Creates and opens the rate limit of `commands.rateLimit`: shared by the replicas under `storage.driver: redis`. */
+export async function openRateLimit(storage: StorageConfig, rateLimit: CommandsConfig['rateLimit']): Promise<PrincipalRateLimit> {
+  if (storage.driver !== 'redis') return new RateLimiter(rateLimit);
+  const limiter = new RedisRateLimiter({ ...redisStoreOptions(storage), ...rateLimit });
+  await limiter.open();
+  return limiter;
 }

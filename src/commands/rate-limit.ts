@@ -3,6 +3,8 @@
  * principal that refills at `perSecond` tokens a second up to `burst` tokens (`burst` 0 = one
  * second's worth). `perSecond` 0 turns it off. A refused command is a 429 `RATE_LIMITED` whose
  * `Retry-After` says when one token will be back (RFC 9110 §10.2.3, whole seconds, at least 1).
+ * `RateLimiter` keeps the buckets in process memory (one replica); `redis-rate-limit.ts` keeps them
+ * in Redis, shared by every replica.
  */
 import { ProtoError } from '../errors.ts';
 
@@ -12,6 +14,16 @@ export const MAX_TRACKED_PRINCIPALS = 10_000;
 interface Bucket {
   tokens: number;
   updatedMs: number;
+}
+
+/** A per-principal rate limit, wherever its buckets live. */
+export interface PrincipalRateLimit {
+  /** True when the limit is on. */
+  readonly enabled: boolean;
+  /** Takes one token of `principal`'s bucket, or throws 429 `RATE_LIMITED` with `Retry-After`. */
+  take(principal: string): void | Promise<void>;
+  /** Releases what the buckets hold on to (a connection). Safe to call twice. */
+  close(): Promise<void>;
 }
 
 /** Options of a `RateLimiter`. */
@@ -24,8 +36,19 @@ export interface RateLimitOptions {
   now?: () => number;
 }
 
-/** Token buckets by principal. */
-export class RateLimiter {
+/** Tokens a bucket holds at most: `burst`, or `max(1, perSecond)` when `burst` is 0. */
+export function bucketCapacity(options: Pick<RateLimitOptions, 'perSecond' | 'burst'>): number {
+  return options.burst > 0 ? options.burst : Math.max(1, options.perSecond);
+}
+
+/** The 429 of a principal whose bucket holds `tokens` (< 1), refilled at `perMs` tokens a millisecond. */
+export function rateLimited(tokens: number, perMs: number): ProtoError {
+  const retryAfter = Math.max(1, Math.ceil((1 - tokens) / perMs / 1000));
+  return new ProtoError('RATE_LIMITED', `too many commands; retry in ${retryAfter} s`, { retryAfterSeconds: retryAfter }, { 'Retry-After': String(retryAfter) });
+}
+
+/** Token buckets by principal, in process memory. */
+export class RateLimiter implements PrincipalRateLimit {
   readonly #perMs: number;
   readonly #capacity: number;
   readonly #now: () => number;
@@ -33,7 +56,7 @@ export class RateLimiter {
 
   constructor(options: RateLimitOptions) {
     this.#perMs = options.perSecond / 1000;
-    this.#capacity = options.burst > 0 ? options.burst : Math.max(1, options.perSecond);
+    this.#capacity = bucketCapacity(options);
     this.#now = options.now ?? Date.now;
   }
 
@@ -47,13 +70,11 @@ export class RateLimiter {
     if (!this.enabled) return;
     const now = this.#now();
     const bucket = this.#bucket(principal, now);
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return;
-    }
-    const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / this.#perMs / 1000));
-    throw new ProtoError('RATE_LIMITED', `too many commands; retry in ${retryAfter} s`, { retryAfterSeconds: retryAfter }, { 'Retry-After': String(retryAfter) });
+    if (bucket.tokens < 1) throw rateLimited(bucket.tokens, this.#perMs);
+    bucket.tokens -= 1;
   }
+
+  async close(): Promise<void> {}
 
   #bucket(principal: string, now: number): Bucket {
     let bucket = this.#buckets.get(principal);

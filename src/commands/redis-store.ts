@@ -12,7 +12,8 @@
  *   member → backend; a member is the seq zero-padded to 16 digits, so a sorted set's ties (same due
  *   time) order by seq;
  * - `P cmd:outbox:due` and `P cmd:outbox:due:{backend}` sorted sets of members by `nextAttemptMs`;
- *   `P cmd:outbox:backends` hash backend → entry count;
+ *   `P cmd:outbox:backends` hash backend → entry count; `P cmd:outbox:claimed` set of the members
+ *   whose last claim has not ended (no completion or reschedule since), so a claim knows a reclaim;
  * - `P cmd:alias:{id}` list of a command's aliases (at most `MAX_ALIASES_PER_COMMAND`).
  *
  * Durability: a write is acknowledged once Redis applied it. With `waitReplicas` > 0 an accept is
@@ -32,6 +33,7 @@ import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
   type AcceptItem,
+  type ClaimedOutboxEntry,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -39,21 +41,14 @@ import {
   type OutboxEntry,
 } from './CommandStore.ts';
 
-/** Where and how the store connects. */
-export interface RedisCommandStoreOptions {
-  /** A URL ioredis accepts (`redis://`, `rediss://`, password, database). */
-  url: string;
-  /** Prepended to every key (`storage.prefix`). */
-  prefix: string;
+/** Where and how the store connects, and how durable an accept must be before it is answered. */
+export interface RedisCommandStoreOptions extends RedisStoreOptions {
   /** Replicas that must acknowledge an accept (`WAIT`) before it is answered; 0 = none. */
   waitReplicas?: number;
   /** How long `WAIT`/`WAITAOF` may take, in ms. */
   waitTimeoutMs?: number;
   /** `WAITAOF 1 0` after an accept: fsynced to the primary's AOF first (Redis >= 7.2; checked at open). */
   waitAof?: boolean;
-  /** Sentinel settings handed to ioredis. */
-  sentinels?: Array<{ host: string; port: number }>;
-  name?: string;
 }
 
 /** The first Redis version with `WAITAOF`. */
@@ -89,10 +84,11 @@ const ENQUEUE_ONLY = new RedisScript(`${ENQUEUE}
 return seq`);
 
 /**
- * Due entries of one backend: a flat list of member, score, fixed JSON, state JSON. With a lease end
- * (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to the lease's end in
- * the same script, so two replicas never claim one entry and a dead claimer's entries come back when
- * the lease runs out. KEYS: due of the backend, fixed, state, overall due (only used with a lease).
+ * Due entries of one backend: a flat list of member, score, fixed JSON, state JSON, reclaimed (1 or
+ * 0). With a lease end (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to
+ * the lease's end in the same script, so two replicas never claim one entry and a dead claimer's
+ * entries come back when the lease runs out; an entry already in the claimed set is a reclaim.
+ * KEYS: due of the backend, fixed, state, overall due, claimed (the last two only used with a lease).
  */
 const DUE = new RedisScript(`
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
@@ -108,6 +104,9 @@ for i = 1, #members, 2 do
     if ARGV[3] then
       redis.call('ZADD', KEYS[1], ARGV[3], member)
       redis.call('ZADD', KEYS[4], ARGV[3], member)
+      table.insert(out, 1 - redis.call('SADD', KEYS[5], member))
+    else
+      table.insert(out, 0)
     end
   end
 end
@@ -119,6 +118,7 @@ if not backend then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[4] .. backend, ARGV[2], ARGV[1])
+redis.call('SREM', KEYS[5], ARGV[1])
 return 1`);
 
 const COMPLETE = new RedisScript(`
@@ -130,6 +130,7 @@ redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[5] .. backend, ARGV[1])
 if redis.call('HINCRBY', KEYS[6], backend, -1) <= 0 then redis.call('HDEL', KEYS[6], backend) end
+redis.call('SREM', KEYS[7], ARGV[1])
 return 1`);
 
 /** Removes up to ARGV[2] records expired at ARGV[1]; returns how many. */
@@ -171,7 +172,6 @@ export class RedisCommandStore implements CommandStore {
   /** Connects (fails when Redis does not answer). Idempotent. */
   async open(): Promise<void> {
     if (this.#client) return;
-    const { url, sentinels, name } = this.#options;
     const client = await connectStore(this.#options, 'commands');
     if (this.#options.waitAof) {
       const version = /redis_version:(\d+)\.(\d+)/.exec(await client.info('server'));
@@ -252,24 +252,24 @@ export class RedisCommandStore implements CommandStore {
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
     const k = this.#keys;
-    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit)])) as string[]);
+    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], [nowMs, Math.floor(limit)])) as DueReply).map(({ reclaimed, ...entry }) => entry);
   }
 
-  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
     if (limit <= 0) return [];
     const k = this.#keys;
-    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due], [nowMs, Math.floor(limit), nowMs + leaseMs])) as string[]);
+    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], [nowMs, Math.floor(limit), nowMs + leaseMs])) as DueReply);
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
     const k = this.#keys;
     const state: StateFields = { attempts, lastError };
-    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf], [member(seq), nextAttemptMs, JSON.stringify(state)]);
+    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf, k.claimed], [member(seq), nextAttemptMs, JSON.stringify(state)]);
   }
 
   async complete(seq: number): Promise<void> {
     const k = this.#keys;
-    await this.#run(COMPLETE, [k.backendOf, k.outbox, k.state, k.due, k.dueOf, k.backends], [member(seq)]);
+    await this.#run(COMPLETE, [k.backendOf, k.outbox, k.state, k.due, k.dueOf, k.backends, k.claimed], [member(seq)]);
   }
 
   async nextDueMs(): Promise<number | undefined> {
@@ -341,6 +341,7 @@ function keysOf(prefix: string) {
     due: `${p}outbox:due`,
     dueOf: `${p}outbox:due:`,
     backends: `${p}outbox:backends`,
+    claimed: `${p}outbox:claimed`,
     aliasOf: `${p}alias:`,
   };
 }
@@ -356,13 +357,19 @@ function member(seq: number): string {
   return String(seq).padStart(16, '0');
 }
 
-/** Outbox entries from DUE's and CLAIM's flat answer: member, score (due time), fixed JSON, state JSON. */
-function entriesOf(flat: string[]): OutboxEntry[] {
-  const entries: OutboxEntry[] = [];
-  for (let i = 0; i < flat.length; i += 4) {
-    const fixed = JSON.parse(flat[i + 2]!) as FixedFields;
-    const state = JSON.parse(flat[i + 3] ?? '{"attempts":0}') as StateFields;
-    entries.push({ seq: Number(flat[i]), ...fixed, attempts: state.attempts, nextAttemptMs: Number(flat[i + 1]), ...(state.lastError !== undefined && { lastError: state.lastError }) });
+/** DUE's flat answer: per entry its member, score (due time), fixed JSON, state JSON and reclaimed (1 or 0). */
+type DueReply = Array<string | number | null>;
+
+/** Outbox entries from DUE's flat answer. */
+function entriesOf(flat: DueReply): ClaimedOutboxEntry[] {
+  const entries: ClaimedOutboxEntry[] = [];
+  for (let i = 0; i < flat.length; i += 5) {
+    const fixed = JSON.parse(flat[i + 2] as string) as FixedFields;
+    const state = JSON.parse((flat[i + 3] as string | null) ?? '{"attempts":0}') as StateFields;
+    entries.push({
+      seq: Number(flat[i]), ...fixed, attempts: state.attempts, nextAttemptMs: Number(flat[i + 1]),
+      ...(state.lastError !== undefined && { lastError: state.lastError }), reclaimed: flat[i + 4] === 1,
+    });
   }
   return entries;
 }

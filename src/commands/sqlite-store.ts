@@ -13,6 +13,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import {
   type AcceptItem,
+  type ClaimedOutboxEntry,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
   type IdempotencyRecord,
@@ -43,7 +44,8 @@ CREATE TABLE IF NOT EXISTS outbox (
   accepted_ms     INTEGER NOT NULL,
   attempts        INTEGER NOT NULL,
   next_attempt_ms INTEGER NOT NULL,
-  last_error      TEXT
+  last_error      TEXT,
+  claimed         INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox (backend, next_attempt_ms, seq);
 CREATE INDEX IF NOT EXISTS outbox_next ON outbox (next_attempt_ms);
@@ -73,6 +75,8 @@ interface OutboxRow {
   attempts: number;
   next_attempt_ms: number;
   last_error: string | null;
+  /** 1 while a claim has not ended (no completion or reschedule since it). */
+  claimed: number;
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
@@ -87,6 +91,7 @@ export class SqliteCommandStore implements CommandStore {
       schema: SCHEMA,
       prepare: prepareStatements,
       busyTimeoutMs: BUSY_TIMEOUT_MS,
+      migrate: addClaimedColumn,
     });
   }
 
@@ -147,13 +152,13 @@ export class SqliteCommandStore implements CommandStore {
     return rows.map(entryOf);
   }
 
-  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<OutboxEntry[]> {
+  async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
     const sql = this.#sqlite.statements;
     // One transaction: read what is due, then push its due time to the lease's end (the claim).
     return this.#relaxed(() => this.#sqlite.transaction(() => {
       const rows = sql.due.all(backend, nowMs, Math.max(0, limit)) as unknown as OutboxRow[];
       for (const row of rows) sql.lease.run(nowMs + leaseMs, row.seq);
-      return rows.map(entryOf);
+      return rows.map((row) => ({ ...entryOf(row), reclaimed: row.claimed === 1 }));
     }));
   }
 
@@ -216,9 +221,9 @@ function prepareStatements(db: DatabaseSync) {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     due: statement('SELECT * FROM outbox WHERE backend = ? AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?'),
-    reschedule: statement('UPDATE outbox SET attempts = ?, next_attempt_ms = ?, last_error = ? WHERE seq = ?'),
+    reschedule: statement('UPDATE outbox SET attempts = ?, next_attempt_ms = ?, last_error = ?, claimed = 0 WHERE seq = ?'),
     complete: statement('DELETE FROM outbox WHERE seq = ?'),
-    lease: statement('UPDATE outbox SET next_attempt_ms = ? WHERE seq = ?'),
+    lease: statement('UPDATE outbox SET next_attempt_ms = ?, claimed = 1 WHERE seq = ?'),
     nextDue: statement('SELECT MIN(next_attempt_ms) AS next FROM outbox'),
     backends: statement('SELECT DISTINCT backend FROM outbox'),
     depth: statement('SELECT COUNT(*) AS n FROM outbox'),
@@ -227,6 +232,12 @@ function prepareStatements(db: DatabaseSync) {
     insertAlias: statement('INSERT OR IGNORE INTO correlation_aliases (id, alias) VALUES (?, ?)'),
     aliases: statement('SELECT alias FROM correlation_aliases WHERE id = ? ORDER BY alias'),
   };
+}
+
+/** An outbox table created before claims were marked gets its `claimed` column (every entry unclaimed). */
+function addClaimedColumn(db: DatabaseSync): void {
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('outbox').map((row) => row.name);
+  if (!columns.includes('claimed')) db.exec('ALTER TABLE outbox ADD COLUMN claimed INTEGER NOT NULL DEFAULT 0');
 }
 
 function liveRecord(sql: Statements, id: string, nowMs: number): IdempotencyRecord | undefined {

@@ -9,12 +9,21 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 /** How a delivery attempt ended. */
 export type AttemptOutcome = 'delivered' | 'rejected' | 'retry' | 'aborted';
 
+/**
+ * What became of outbox work this replica's dispatcher took: `claimed` (a fresh claim), `reclaimed`
+ * (taken over after a claim's lease ran out: its claimer died or stalled), `released` (given back
+ * unattempted at shutdown).
+ */
+export type ClaimOutcome = 'claimed' | 'reclaimed' | 'released';
+
 /** The command metrics and the helpers their users call. */
 export interface CommandMetrics {
   /** `proto_gateway_commands_total{type,outcome}`: submissions by outcome (`accepted`, `replayed`, or the refusal code in lower case). */
   countSubmission(type: string | undefined, outcome: string): void;
   /** `proto_gateway_command_dispatch_duration_seconds{backend,outcome}`: one delivery attempt. */
   observeAttempt(backend: string, outcome: AttemptOutcome, seconds: number): void;
+  /** `proto_gateway_outbox_claims_total{backend,outcome}`: outbox entries this replica's dispatcher claimed, reclaimed or released. */
+  countClaim(backend: string, outcome: ClaimOutcome): void;
   /** `proto_gateway_command_retries_total{backend}`: attempts rescheduled after a transient failure. */
   countRetry(backend: string): void;
   /** `proto_gateway_command_failures_total{backend}`: commands finally failed (refused by the backend, or retries exhausted). */
@@ -39,6 +48,7 @@ export function commandMetrics(registry: Registry): CommandMetrics {
     buckets: ATTEMPT_BUCKETS,
     registers,
   });
+  const claims = new Counter({ name: 'proto_gateway_outbox_claims_total', help: 'Outbox entries this replica claimed, reclaimed after a lease ran out, or released unattempted', labelNames: ['backend', 'outcome'], registers });
   const retries = new Counter({ name: 'proto_gateway_command_retries_total', help: 'Command deliveries rescheduled after a transient failure', labelNames: ['backend'], registers });
   const failures = new Counter({ name: 'proto_gateway_command_failures_total', help: 'Commands that finally failed (refused, or retries exhausted)', labelNames: ['backend'], registers });
   const conflicts = new Gauge({ name: 'proto_gateway_command_type_conflicts', help: 'Command types of a backend ignored because an earlier backend claims them', labelNames: ['backend'], registers });
@@ -54,6 +64,7 @@ export function commandMetrics(registry: Registry): CommandMetrics {
   return {
     countSubmission: (type, outcome) => submissions.inc({ type: type ?? 'unknown', outcome }),
     observeAttempt: (backend, outcome, seconds) => attempts.observe({ backend, outcome }, seconds),
+    countClaim: (backend, outcome) => claims.inc({ backend, outcome }),
     countRetry: (backend) => retries.inc({ backend }),
     countFailure: (backend) => failures.inc({ backend }),
     setConflicts: (backend, count) => conflicts.set({ backend }, count),

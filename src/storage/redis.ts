@@ -48,11 +48,17 @@ export async function connectRedis(
   });
   // Without a listener an 'error' event would be thrown; the stores observe errors through their commands.
   client.on('error', () => {});
+  let refusal: Error | undefined;
+  const remember = (err: Error): void => void (refusal = err);
+  client.on('error', remember);
   try {
     await client.connect();
   } catch (err) {
     client.disconnect();
-    throw err;
+    // A refused handshake (a wrong password) rejects with a bare "Connection is closed.": say why.
+    throw refusal ?? err;
+  } finally {
+    client.off('error', remember);
   }
   return client;
 }

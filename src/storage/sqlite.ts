@@ -38,6 +38,8 @@ export function openSqlite(path: string, options: SqliteOptions = {}): DatabaseS
 export interface SqliteHandleOptions<S> extends SqliteOptions {
   /** SQL run on every open (`CREATE … IF NOT EXISTS`), so it must be safe to run again. */
   schema: string;
+  /** Runs after the schema, before the statements are prepared: brings a file an older version wrote up to date (e.g. adds a column). */
+  migrate?: (db: DatabaseSync) => void;
   /** Prepares the store's statements once per open, after the schema. */
   prepare: (db: DatabaseSync) => S;
   /** Runs `PRAGMA optimize` before the connection closes; default false. */
@@ -85,13 +87,14 @@ export class SqliteHandle<S> {
     return this.#open !== undefined;
   }
 
-  /** Opens the connection, runs the schema and prepares the statements; does nothing when open. Closes the connection again if a step fails. */
+  /** Opens the connection, runs the schema (and the migration) and prepares the statements; does nothing when open. Closes the connection again if a step fails. */
   open(): void {
     if (this.#open) return;
     const { synchronous, busyTimeoutMs } = this.#options;
     const db = openSqlite(this.#path, { synchronous, busyTimeoutMs });
     try {
       db.exec(this.#options.schema);
+      this.#options.migrate?.(db);
       this.#open = { db, statements: this.#options.prepare(db), tx: prepareTransaction(db) };
     } catch (err) {
       db.close();

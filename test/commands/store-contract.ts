@@ -161,6 +161,21 @@ export function outboxContract(name: string, make: () => Outbox | Promise<Outbox
       expect(await store().depth()).toBe(1);
     });
 
+    it('marks a claim reclaimed when the previous claim of its entry ran out, not when it ended', async () => {
+      const a = await store().enqueue(outboxEntry('a'));
+      const b = await store().enqueue(outboxEntry('b'));
+      const c = await store().enqueue(outboxEntry('c'));
+      const reclaims = async (nowMs: number) => Object.fromEntries((await store().claimDue('orders', nowMs, 10, 1000)).map((e) => [e.id, e.reclaimed]));
+      expect(await reclaims(NOW)).toEqual({ a: false, b: false, c: false });
+      // a's claimer died (nothing ended its claim); b's retried; c's claimer completed it.
+      await store().reschedule(b.seq, 1, NOW + 1000, 'BACKEND_UNAVAILABLE: down');
+      await store().complete(c.seq);
+      expect(await reclaims(NOW + 1000)).toEqual({ a: true, b: false });
+      // A reclaim that ended normally leaves the next claim a plain one.
+      await store().reschedule(a.seq, 1, NOW + 2000, 'BACKEND_UNAVAILABLE: down');
+      expect(await reclaims(NOW + 2000)).toEqual({ a: false, b: true });
+    });
+
     it('never gives one entry to two concurrent claimers', async () => {
       for (let i = 0; i < 20; i++) await store().enqueue(outboxEntry(`e${i}`));
       const [first, second] = await Promise.all([store().claimDue('orders', NOW, 15, 1000), store().claimDue('orders', NOW, 15, 1000)]);

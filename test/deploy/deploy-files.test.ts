@@ -87,6 +87,9 @@ describe('deploy files', () => {
     const compose = parse(read('compose.yaml'), { merge: true });
     const services = compose.services as Record<string, any>;
     expect(services.redis.image).toMatch(/^redis:/);
+    // What a 201 means on Redis: every write fsynced before Redis answers, kept in a volume.
+    expect((services.redis.command as string[]).join(' ')).toContain('--appendonly yes --appendfsync always');
+    expect(services.redis.volumes).toEqual(['redis-data:/data']);
     const gateways = Object.entries(services).filter(([, s]) => (s.volumes ?? []).some((v: string) => v.endsWith(':/etc/proto-gateway/gateway.yaml:ro')));
     expect(gateways.length).toBe(2);
     for (const [name, service] of gateways) {

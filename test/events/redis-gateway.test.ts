@@ -38,6 +38,8 @@ describe('a gateway on storage.driver redis', () => {
     const metrics = await (await fetch(`${gw.url}metrics`)).text();
     expect(metrics).toMatch(/proto_gateway_redis_command_duration_seconds_count\{command="evalsha"\} [1-9]/);
     expect(metrics).toMatch(/proto_gateway_redis_command_duration_seconds_count\{command="xread"\} [1-9]/);
+    // The command store's connection too (hkeys: only it sends one, for the outbox's backends at start).
+    expect(metrics).toMatch(/proto_gateway_redis_command_duration_seconds_count\{command="hkeys"\} [1-9]/);
   }, 60_000);
 
   it('streams from one replica what was appended through another on the same prefix', async () => {

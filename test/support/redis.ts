@@ -2,11 +2,11 @@
  * Redis for tests: the shared server on 127.0.0.1:6379 with a random key prefix per store (so
  * parallel runs never collide, and the keys are deleted afterwards), and private servers started
  * on a free loopback port with the settings a test needs (`--appendonly yes --appendfsync always`,
- * or one to stop and start again). Never touches the shared server's settings.
+ * a password, TLS, or one to stop and start again). Never touches the shared server's settings.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,15 +52,17 @@ export async function freePort(): Promise<number> {
 export class PrivateRedis {
   readonly port: number;
   readonly url: string;
+  /** A TLS server's self-signed certificate (PEM file), the one thing a client must trust; set by `startTls`. */
+  caFile: string | undefined;
   readonly #args: string[];
   readonly #dir: string;
   #child: ChildProcess | undefined;
   /** Set for a Sentinel: the whole command line. */
   #command: string[] | undefined;
 
-  private constructor(port: number, args: string[]) {
+  private constructor(port: number, args: string[], scheme = 'redis') {
     this.port = port;
-    this.url = `redis://127.0.0.1:${port}/0`;
+    this.url = `${scheme}://127.0.0.1:${port}/0`;
     this.#args = args;
     this.#dir = mkdtempSync(join(tmpdir(), 'pgw-redis-'));
   }
@@ -83,6 +85,24 @@ export class PrivateRedis {
     return redis;
   }
 
+  /**
+   * Starts a server speaking only TLS (`rediss://`, no client certificates) on a free port, with a
+   * self-signed certificate for 127.0.0.1 made by openssl (`caFile`).
+   */
+  static async startTls(): Promise<PrivateRedis> {
+    const port = await freePort();
+    const redis = new PrivateRedis(port, [], 'rediss');
+    const [cert, key] = [join(redis.#dir, 'tls.pem'), join(redis.#dir, 'tls.key')];
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    redis.caFile = cert;
+    redis.#command = [
+      'redis-server', '--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1', '--dir', redis.#dir, '--save', '',
+      '--tls-cert-file', cert, '--tls-key-file', key, '--tls-ca-cert-file', cert, '--tls-auth-clients', 'no',
+    ];
+    await redis.start();
+    return redis;
+  }
+
   /** Starts the server again (same port, same data directory) and waits until it answers PING. */
   async start(): Promise<void> {
     if (this.#child) return;
@@ -90,13 +110,17 @@ export class PrivateRedis {
     this.#child = spawn(command!, args, { stdio: 'ignore' });
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-      client.on('error', () => {});
+      const tls = this.caFile ? { tls: { ca: readFileSync(this.caFile) } } : {};
+      const client = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, ...tls });
+      let refused = false;
+      // A server with a password (`--requirepass`) answers, only not to a stranger.
+      client.on('error', (err: Error) => (refused ||= err.message.startsWith('NOAUTH')));
       try {
         await client.connect();
         await client.ping();
         return;
       } catch (err) {
+        if (refused) return;
         if (Date.now() > deadline) throw err;
         await new Promise((resolve) => setTimeout(resolve, 100));
       } finally {
