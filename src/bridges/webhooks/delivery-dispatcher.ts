@@ -8,11 +8,14 @@
  * `webhook-id`, and its verdict (`retry-policy.ts`) is written to the queue, in batches with the
  * verdicts of attempts ending at the same time (`OutcomeWriter`), before the slot is freed.
  *
+ * An outcome the queue refuses (Redis restarting) is written again while the claim's lease lasts.
+ *
  * Wake-ups: an enqueue (`wake()`), the end of an attempt, and one timer at the earliest due retry
  * (at most `MAX_IDLE_MS` away, for slots freed by other replicas). `close()` stops taking
  * deliveries, aborts the attempts in flight and releases their claims without counting them
  * (at-least-once: a receiver may see such a message again).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { WebhookMetrics } from '../../metrics/webhooks.ts';
 import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue } from './DeliveryQueue.ts';
@@ -23,6 +26,9 @@ import { WebhookSigner } from './signer.ts';
 import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
 
 export { PER_SUBSCRIPTION } from './DeliveryQueue.ts';
+
+/** Pause between two tries of an outcome the queue refused (Redis away), ms. */
+const STORE_RETRY_MS = 250;
 
 /** Delay of the next look at the queue after a failure to read it, ms. */
 const QUEUE_ERROR_BACKOFF_MS = 1000;
@@ -210,14 +216,32 @@ export class DeliveryDispatcher {
     if (await this.#record(delivery, verdict.outcome)) await this.#settle(subscription, verdict);
   }
 
-  /** Writes an attempt's outcome (batched); false, counted as `lost`, when the lease had run out and another claimer took the delivery over. */
+  /**
+   * Writes an attempt's outcome (batched); false, counted as `lost`, when the lease had run out and
+   * another claimer took the delivery over. A write the store refuses (Redis restarting) is tried
+   * again while the lease lasts, so a short outage delays the outcome instead of having the delivery
+   * attempted a second time.
+   */
   async #record(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<boolean> {
-    const recorded = await this.#outcomes.record({ id: delivery.id, claim: delivery.claim, outcome }, this.#now());
+    const recorded = await this.#whileLeased(delivery, () => this.#outcomes.record({ id: delivery.id, claim: delivery.claim, outcome }, this.#now()));
     if (!recorded) {
       this.#o.metrics.claims.inc({ outcome: 'lost' });
       this.#o.logger.warn({ delivery: delivery.id }, 'webhook attempt outlived its lease: its outcome is left to the claimer that took the delivery over');
     }
     return recorded;
+  }
+
+  /** Runs `write`, again every `STORE_RETRY_MS` while it throws, the claim's lease lasts and the dispatcher is open; then throws its last error. */
+  async #whileLeased<T>(delivery: ClaimedDelivery, write: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await write();
+      } catch (err) {
+        if (this.#closed || this.#now() + STORE_RETRY_MS >= delivery.leaseUntilMs) throw err;
+        this.#o.logger.warn({ err, delivery: delivery.id }, 'webhook outcome not recorded: the queue refused it; trying again');
+        await sleep(STORE_RETRY_MS);
+      }
+    }
   }
 
   #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {

@@ -1,7 +1,8 @@
 /**
  * Two replicas' webhook dispatchers on one Redis prefix (the queue and subscriptions shared), posting
  * over real HTTP to a loopback receiver that counts deliveries per event id: every delivery arrives
- * exactly once, and the replicas' `claims{claimed}` add up to the number of deliveries. Then two
+ * exactly once, and the replicas' `claims{claimed}` add up to the number of deliveries; an outcome
+ * that Redis could not take (it was restarting) is recorded once it is back. Then two
  * gateway processes: kill -9 of the one whose attempts are in flight, and the other takes its
  * deliveries over when their lease runs out.
  */
@@ -15,7 +16,7 @@ import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery
 import { RedisSubscriptionStore } from '../../../src/bridges/webhooks/redis-subscription-store.ts';
 import { webhookMetrics } from '../../../src/metrics/webhooks.ts';
 import { closeAll, eventually, track } from '../../support/gateway.ts';
-import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { deletePrefix, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { claims, holdingReceiver, startReceiver, webhookGatewayProcess } from './support.ts';
 import { subscription } from './subscription-store-contract.ts';
 
@@ -32,14 +33,14 @@ const poster: DeliveryPoster = {
   },
 };
 
-async function replica(prefix: string) {
-  const queue = new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix });
-  const subscriptions = new RedisSubscriptionStore({ url: SHARED_REDIS_URL, prefix });
+async function replica(prefix: string, url = SHARED_REDIS_URL, client: DeliveryPoster = poster) {
+  const queue = new RedisDeliveryQueue({ url, prefix });
+  const subscriptions = new RedisSubscriptionStore({ url, prefix });
   await queue.open();
   await subscriptions.open();
   const registry = new Registry();
   const metrics = webhookMetrics(registry);
-  const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client: poster, scheduleMs: [100], concurrency: 8, leaseMs: 30_000, metrics, logger: pino({ level: 'silent' }) });
+  const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client, scheduleMs: [100], concurrency: 8, leaseMs: 30_000, metrics, logger: pino({ level: 'silent' }) });
   const claimed = async () => (await metrics.claims.get()).values.find((v) => v.labels.outcome === 'claimed')?.value ?? 0;
   return {
     queue, subscriptions, dispatcher, claimed,
@@ -80,6 +81,35 @@ describe('webhook deliveries with two replicas on one Redis', () => {
       await deletePrefix(SHARED_REDIS_URL, prefix);
     }
   }, 60_000);
+});
+
+describe('a webhook dispatcher across a Redis restart', () => {
+  it('records an attempt answered while Redis was down once it returns, instead of attempting it again', async () => {
+    const server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
+    track({ close: () => server.dispose() });
+    let restarted: Promise<void> | undefined;
+    const posted: string[] = [];
+    // The receiver answers; Redis dies before the dispatcher can record the outcome, and comes back.
+    const answeredThenRedisDies: DeliveryPoster = {
+      async post(_url, headers) {
+        posted.push(headers['webhook-id']!);
+        if (!restarted) {
+          await server.crash();
+          restarted = server.start();
+        }
+        return { status: 204 };
+      },
+    };
+    const r = await replica(randomPrefix(), server.url, answeredThenRedisDies);
+    track(r);
+    await r.subscriptions.create(subscription('sub-1', 'alice', { url: 'http://127.0.0.1:9/hook' }));
+    await r.queue.enqueue([{ id: 'msg-1', subscriptionId: 'sub-1', eventId: 'evt-1', eventType: 'OrderPlacedV1', payload: '{}', nextAttemptMs: Date.now() }], Date.now());
+    await r.dispatcher.start();
+    await eventually(() => restarted !== undefined, 10_000);
+    await restarted;
+    await eventually(async () => (await r.queue.counts().catch(() => undefined))?.succeeded === 1, 20_000, 100);
+    expect(posted).toEqual(['msg-1']);
+  }, 30_000);
 });
 
 afterEach(closeAll);
