@@ -100,7 +100,7 @@ interface Row {
 type Statements = Record<
   | 'insert' | 'readyLanes' | 'expired' | 'duePending' | 'take' | 'finish' | 'uncount' | 'redeliver' | 'get'
   | 'liveLeases' | 'firstLease' | 'firstPending' | 'setLane' | 'deleteLane' | 'nextDue'
-  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'unfinished' | 'purgeAged' | 'purgeDead' | 'relaxed' | 'strict',
+  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'unfinished' | 'purgeAged' | 'purgeDead' | 'fsynced' | 'unfsynced',
   StatementSync
 >;
 
@@ -110,7 +110,8 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   /** @param path the database file (shared with the event log), or `:memory:`. */
   constructor(path: string) {
-    this.#sqlite = new SqliteHandle('SqliteDeliveryQueue', path, { schema: SCHEMA, prepare });
+    // NORMAL by default: the frequent claims and outcomes; `#durable` raises it for the rest.
+    this.#sqlite = new SqliteHandle('SqliteDeliveryQueue', path, { schema: SCHEMA, prepare, synchronous: 'NORMAL' });
   }
 
   async open(): Promise<void> {
@@ -118,7 +119,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
-    return this.#sqlite.transaction((sql) => {
+    return this.#durable((sql) => {
       let added = 0;
       const touched = new Set<string>();
       for (const d of deliveries) {
@@ -133,10 +134,6 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    return this.#withoutFsync(() => this.#claim(nowMs, limit, leaseMs));
-  }
-
-  #claim(nowMs: number, limit: number, leaseMs: number): ClaimedDelivery[] {
     return this.#sqlite.transaction((sql) => {
       const claimed: ClaimedDelivery[] = [];
       // Each lane read gives at least one delivery or is moved past `nowMs`, so this ends.
@@ -161,10 +158,6 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     if (attempts.length === 0) return [];
-    return this.#withoutFsync(() => this.#finish(attempts, nowMs));
-  }
-
-  #finish(attempts: FinishedAttempt[], nowMs: number): boolean[] {
     return this.#sqlite.transaction((sql) => {
       const touched = new Set<string>();
       const recorded = attempts.map(({ id, claim, outcome }) => {
@@ -178,7 +171,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
-    return this.#sqlite.transaction((sql) => {
+    return this.#durable((sql) => {
       const redelivered = sql.redeliver.get(nowMs, nowMs, id, subscriptionId) as unknown as Row | undefined;
       if (redelivered) {
         updateLane(sql, subscriptionId, nowMs);
@@ -225,7 +218,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async purge(limits: PurgeLimits): Promise<number> {
-    return this.#sqlite.transaction(
+    return this.#durable(
       (sql) => Number(sql.purgeAged.run(limits.succeededBeforeMs, limits.deadBeforeMs).changes) + Number(sql.purgeDead.run(limits.maxDead).changes),
     );
   }
@@ -236,26 +229,26 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   /**
-   * Runs a claim or an outcome write committed without an fsync (`synchronous=NORMAL` for that one
-   * transaction): it survives a killed process; what an OS crash or power loss may take back is only
-   * the latest claims and outcomes, whose deliveries are then attempted again (at-least-once, as
-   * after any crash; receivers de-duplicate by `webhook-id`). An fsync per outcome would block the
-   * event loop once per delivery. Enqueues and deletions keep `FULL`, and each `FULL` commit makes
-   * every earlier one durable too (one WAL).
+   * Runs `work` in a transaction committed with an fsync (`synchronous=FULL`): enqueues, deletions,
+   * redeliveries. Claims and outcomes run in plain transactions on the connection's `NORMAL`: they
+   * survive a killed process; what an OS crash or power loss may take back is only the latest
+   * claims and outcomes, whose deliveries are then attempted again (at-least-once, as after any
+   * crash; receivers de-duplicate by `webhook-id`). An fsync per outcome would block the event loop
+   * once per delivery; each `FULL` commit makes every earlier one durable too (one WAL).
    */
-  #withoutFsync<T>(write: () => T): T {
+  #durable<T>(work: (sql: Statements) => T): T {
     const sql = this.#sqlite.statements;
-    sql.relaxed.run();
+    sql.fsynced.run();
     try {
-      return write();
+      return this.#sqlite.transaction(work);
     } finally {
-      sql.strict.run();
+      sql.unfsynced.run();
     }
   }
 
   /** Deletes deliveries of a subscription with `statement`, and updates its lane, in one transaction. */
   #deleteOf(subscriptionId: string, statement: 'cancelPending' | 'deleteSubscription'): number {
-    return this.#sqlite.transaction((sql) => {
+    return this.#durable((sql) => {
       const removed = Number(sql[statement].run(subscriptionId).changes);
       updateLane(sql, subscriptionId, Date.now());
       return removed;
@@ -344,8 +337,8 @@ function prepare(db: DatabaseSync): Statements {
     ),
     deleteLane: db.prepare(`DELETE FROM webhook_delivery_lanes WHERE subscription_id = ?`),
     nextDue: db.prepare(`SELECT MIN(ready_ms) AS next FROM webhook_delivery_lanes`),
-    relaxed: db.prepare('PRAGMA synchronous = NORMAL'),
-    strict: db.prepare('PRAGMA synchronous = FULL'),
+    fsynced: db.prepare('PRAGMA synchronous = FULL'),
+    unfsynced: db.prepare('PRAGMA synchronous = NORMAL'),
     redeliver: db.prepare(
       `UPDATE ${table} SET status = 'pending', attempts = 0, next_attempt_ms = ?, updated_ms = ?
        WHERE id = ? AND subscription_id = ? AND status IN ('succeeded', 'dead') RETURNING ${COLUMNS}`,
