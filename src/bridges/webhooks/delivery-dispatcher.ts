@@ -25,8 +25,6 @@ import { judgeAttempt, type AttemptVerdict } from './retry-policy.ts';
 import { WebhookSigner } from './signer.ts';
 import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
 
-export { PER_SUBSCRIPTION } from './DeliveryQueue.ts';
-
 /** Pause between two tries of an outcome the queue refused (Redis away), ms. */
 const STORE_RETRY_MS = 250;
 
