@@ -90,6 +90,12 @@ export interface AttemptOutcome {
   uncount?: boolean;
 }
 
+/** What `settle` did: per attempt, whether its outcome was recorded (as `finish` answers), then what it claimed. */
+export interface Settlement {
+  recorded: boolean[];
+  claimed: ClaimedDelivery[];
+}
+
 /** What `redeliver` did: put a finished delivery back, found it still pending or in flight (nothing changed), or found none. */
 export type Redelivery =
   | { outcome: 'redelivered'; delivery: Delivery }
@@ -130,6 +136,11 @@ export interface DeliveryQueue {
    * current (its lease ran out and another claimer took the delivery, or it was cancelled).
    */
   finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]>;
+  /**
+   * `finish(attempts)` then `claim(nowMs, limit, leaseMs)` in ONE write: a dispatcher refills the
+   * slots its ended attempts free without a second transaction (or script).
+   */
+  settle(attempts: FinishedAttempt[], nowMs: number, limit: number, leaseMs: number): Promise<Settlement>;
   /** Gives claims back unattempted (shutdown): `pending`, due at `nowMs`, the attempt not counted. Stale claims are skipped. Returns how many. */
   release(claims: ClaimRef[], nowMs: number): Promise<number>;
   /**

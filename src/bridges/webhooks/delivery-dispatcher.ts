@@ -6,7 +6,8 @@
  * nothing in flight is read again, and a dead replica's claims come back to the others when their
  * lease ends. Each attempt is signed afresh (a new `webhook-timestamp`) under the delivery's stable
  * `webhook-id`, and its verdict (`retry-policy.ts`) is written to the queue, in batches with the
- * verdicts of attempts ending at the same time (`OutcomeWriter`), before the slot is freed.
+ * verdicts of attempts ending at the same time (`OutcomeWriter`), before the slot is freed; the
+ * same write claims the deliveries that take the freed slots (`DeliveryQueue.settle`).
  *
  * An outcome the queue refuses (Redis restarting) is written again while the claim's lease lasts.
  *
@@ -77,7 +78,7 @@ export class DeliveryDispatcher {
   readonly #now: () => number;
   readonly #outcomes: OutcomeWriter;
   readonly #signer = new WebhookSigner();
-  readonly #inFlight = new Map<string, Attempt>();
+  readonly #inFlight = new Set<Attempt>();
   #timer: NodeJS.Timeout | undefined;
   #pump: Promise<void> | undefined;
   #again = false;
@@ -88,7 +89,12 @@ export class DeliveryDispatcher {
   constructor(options: DispatcherOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
-    this.#outcomes = new OutcomeWriter(options.queue);
+    this.#outcomes = new OutcomeWriter(options.queue, {
+      leaseMs: options.leaseMs,
+      // The slots the ending attempts free (they still count in #inFlight), none once stopping.
+      limit: (ending) => (this.#closed ? 0 : Math.max(0, this.#o.concurrency - this.#inFlight.size + ending)),
+      claimed: (deliveries) => this.#start(deliveries),
+    });
   }
 
   /** Starts dispatching. Deliveries a killed process left in flight are claimed again when their lease ends. */
@@ -119,7 +125,7 @@ export class DeliveryDispatcher {
 
   /** Aborts the attempts in flight to a subscription (it was deleted). */
   abortSubscription(subscriptionId: string): void {
-    for (const attempt of this.#inFlight.values()) if (attempt.subscriptionId === subscriptionId) attempt.controller.abort();
+    for (const attempt of this.#inFlight) if (attempt.subscriptionId === subscriptionId) attempt.controller.abort();
   }
 
   /** Number of attempts in flight. */
@@ -137,8 +143,8 @@ export class DeliveryDispatcher {
     this.#closed = true;
     clearTimeout(this.#timer);
     await this.#pump;
-    for (const attempt of this.#inFlight.values()) attempt.controller.abort();
-    await Promise.allSettled([...this.#inFlight.values()].map((a) => a.done));
+    for (const attempt of this.#inFlight) attempt.controller.abort();
+    await Promise.allSettled([...this.#inFlight].map((a) => a.done));
   }
 
   async #run(): Promise<void> {
@@ -160,16 +166,25 @@ export class DeliveryDispatcher {
       const free = this.#o.concurrency - this.#inFlight.size;
       if (free <= 0) return;
       const claimed = await this.#o.queue.claim(this.#now(), free, this.#o.leaseMs);
-      for (const delivery of claimed) this.#o.metrics.claims.inc({ outcome: delivery.reclaimed ? 'reclaimed' : 'claimed' });
-      if (this.#closed) return this.#release(claimed);
-      // One subscription read per claimed batch, shared by its deliveries to that subscription.
-      const subscriptions = new Map<string, Promise<Subscription | undefined>>();
-      for (const delivery of claimed) {
-        const id = delivery.subscriptionId;
-        if (!subscriptions.has(id)) subscriptions.set(id, this.#o.subscriptions.get(id));
-        this.#launch(delivery, subscriptions.get(id)!);
-      }
+      await this.#start(claimed);
       if (claimed.length < free) return;
+    }
+  }
+
+  /** Counts claimed deliveries and starts their attempts; when stopping, releases them instead (resolves once released). */
+  async #start(claimed: ClaimedDelivery[]): Promise<void> {
+    for (const delivery of claimed) this.#o.metrics.claims.inc({ outcome: delivery.reclaimed ? 'reclaimed' : 'claimed' });
+    if (this.#closed) {
+      return this.#release(claimed).catch((err: unknown) => {
+        this.#o.logger.warn({ err }, 'claimed webhook deliveries could not be released; they are due again when their lease ends');
+      });
+    }
+    // One subscription read per claimed batch, shared by its deliveries to that subscription.
+    const subscriptions = new Map<string, Promise<Subscription | undefined>>();
+    for (const delivery of claimed) {
+      const id = delivery.subscriptionId;
+      if (!subscriptions.has(id)) subscriptions.set(id, this.#o.subscriptions.get(id));
+      this.#launch(delivery, subscriptions.get(id)!);
     }
   }
 
@@ -183,13 +198,14 @@ export class DeliveryDispatcher {
   /** Registers an attempt as in flight and runs it; its end frees the slot and wakes the pump. */
   #launch(delivery: ClaimedDelivery, subscription: Promise<Subscription | undefined>): void {
     const controller = new AbortController();
-    const done = this.#attempt(delivery, subscription, controller.signal)
+    const attempt: Attempt = { subscriptionId: delivery.subscriptionId, controller, done: Promise.resolve() };
+    this.#inFlight.add(attempt);
+    attempt.done = this.#attempt(delivery, subscription, controller.signal)
       .catch((err: unknown) => this.#o.logger.error({ err, delivery: delivery.id }, 'webhook attempt could not be recorded; the delivery is due again when its lease ends'))
       .finally(() => {
-        this.#inFlight.delete(delivery.id);
+        this.#inFlight.delete(attempt);
         this.wake();
       });
-    this.#inFlight.set(delivery.id, { subscriptionId: delivery.subscriptionId, controller, done });
   }
 
   async #attempt(delivery: ClaimedDelivery, subscriptionRead: Promise<Subscription | undefined>, signal: AbortSignal): Promise<void> {

@@ -18,6 +18,7 @@ import {
   type NewDelivery,
   type PurgeLimits,
   type Redelivery,
+  type Settlement,
 } from './DeliveryQueue.ts';
 
 /** A delivery as held here: its claim token and lease beside the public fields. */
@@ -87,6 +88,11 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
       this.#updateLane(d.subscriptionId, nowMs);
       return true;
     });
+  }
+
+  async settle(attempts: FinishedAttempt[], nowMs: number, limit: number, leaseMs: number): Promise<Settlement> {
+    const recorded = await this.finish(attempts, nowMs);
+    return { recorded, claimed: await this.claim(nowMs, limit, leaseMs) };
   }
 
   release(claims: ClaimRef[], nowMs: number): Promise<number> {

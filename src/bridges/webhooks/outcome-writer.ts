@@ -1,11 +1,22 @@
 /**
  * Batched outcome writes (issue 11): attempts that end while a write is in flight are recorded
- * together by the next one (`DeliveryQueue.finish`: one transaction on SQLite, one script on
- * Redis), and each attempt is answered only after the write that holds its outcome, so its slot is
- * reused only once the outcome is durable. An idle queue is never made to wait for a timer: the
- * first outcome is written in the next turn of the event loop, with whatever ended in that turn.
+ * together by the next one, and the same write claims the deliveries that take their slots
+ * (`DeliveryQueue.settle`: one transaction on SQLite, one script on Redis). Each attempt is answered
+ * only after the write that holds its outcome, so its slot is reused only once the outcome is
+ * written. An idle queue is never made to wait for a timer: the first outcome is written in the next
+ * turn of the event loop, with whatever ended in that turn.
  */
-import type { DeliveryQueue, FinishedAttempt } from './DeliveryQueue.ts';
+import type { ClaimedDelivery, DeliveryQueue, FinishedAttempt } from './DeliveryQueue.ts';
+
+/** How a write refills the slots its outcomes free. */
+export interface Refill {
+  /** Lease of what is claimed, ms. */
+  leaseMs: number;
+  /** How many deliveries to claim in a write that records `ending` outcomes. */
+  limit(ending: number): number;
+  /** Takes what a write claimed; the ended attempts are answered once it resolves. */
+  claimed(deliveries: ClaimedDelivery[]): Promise<void>;
+}
 
 /** Most outcomes in one write. */
 export const MAX_OUTCOMES_PER_WRITE = 256;
@@ -17,14 +28,16 @@ interface Waiting {
   reject(err: unknown): void;
 }
 
-/** Batches `DeliveryQueue.finish` calls on one queue. */
+/** Batches outcome writes (and the claims that refill their slots) on one queue. */
 export class OutcomeWriter {
-  readonly #queue: Pick<DeliveryQueue, 'finish'>;
+  readonly #queue: Pick<DeliveryQueue, 'settle'>;
+  readonly #refill: Refill;
   readonly #waiting: Waiting[] = [];
   #writing = false;
 
-  constructor(queue: Pick<DeliveryQueue, 'finish'>) {
+  constructor(queue: Pick<DeliveryQueue, 'settle'>, refill: Refill) {
     this.#queue = queue;
+    this.#refill = refill;
   }
 
   /** Records one outcome; resolves once the write holding it is durable: true if recorded, false if the claim was no longer current. */
@@ -50,8 +63,10 @@ export class OutcomeWriter {
 
   async #write(batch: Waiting[]): Promise<void> {
     try {
-      const recorded = await this.#queue.finish(batch.map((w) => w.attempt), Math.max(...batch.map((w) => w.nowMs)));
-      batch.forEach((w, i) => w.resolve(recorded[i]!));
+      const nowMs = Math.max(...batch.map((w) => w.nowMs));
+      const settled = await this.#queue.settle(batch.map((w) => w.attempt), nowMs, this.#refill.limit(batch.length), this.#refill.leaseMs);
+      await this.#refill.claimed(settled.claimed);
+      batch.forEach((w, i) => w.resolve(settled.recorded[i]!));
     } catch (err) {
       for (const w of batch) w.reject(err);
     }

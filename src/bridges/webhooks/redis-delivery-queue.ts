@@ -31,6 +31,7 @@ import {
   type NewDelivery,
   type PurgeLimits,
   type Redelivery,
+  type Settlement,
 } from './DeliveryQueue.ts';
 
 /** Where the queue connects. */
@@ -97,85 +98,105 @@ for sub in pairs(touched) do lane(sub) end
 return added`);
 
 /**
- * ARGV: prefix, now, limit, leaseMs; returns per claimed delivery { reclaimed (1/0), hash fields... }.
- * Each ready lane read gives at least one delivery or moves past now, so the loop ends.
+ * Lua `claimUpTo(limit, leaseUntil)`: claims as `claim` does; returns per claimed delivery
+ * { reclaimed (1/0), hash fields... }. Each ready lane read gives at least one delivery or moves
+ * past now, so the loop ends.
  */
-const CLAIM = new RedisScript(`${HELPERS}
-local limit, leaseUntil = tonumber(ARGV[3]), now + tonumber(ARGV[4])
-local out = {}
-local function take(sub, m, reclaimed)
-  local id = idOf(m)
-  local key = p .. 'dq:d:' .. id
-  if reclaimed == 0 then
-    redis.call('ZREM', p .. 'dq:due:' .. sub, m)
-    redis.call('HINCRBY', p .. 'dq:n', 'pending', -1)
-    redis.call('HINCRBY', p .. 'dq:n', 'in-flight', 1)
-  end
-  redis.call('ZADD', p .. 'dq:lease:' .. sub, leaseUntil, m)
-  redis.call('HINCRBY', key, 'attempts', 1)
-  redis.call('HINCRBY', key, 'claim', 1)
-  redis.call('HSET', key, 'status', 'in-flight', 'leaseUntilMs', leaseUntil, 'updatedMs', ARGV[2])
-  local fields = redis.call('HGETALL', key)
-  table.insert(fields, 1, reclaimed)
-  table.insert(out, fields)
-end
-while #out < limit do
-  local lanes = redis.call('ZRANGEBYSCORE', p .. 'dq:ready', '-inf', now, 'LIMIT', 0, limit - #out)
-  if #lanes == 0 then break end
-  local before = #out
-  for _, sub in ipairs(lanes) do
-    local leases = p .. 'dq:lease:' .. sub
-    local free = math.min(PER - redis.call('ZCOUNT', leases, '(' .. now, '+inf'), limit - #out)
-    if free > 0 then
-      local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, free)
-      local due = {}
-      if free > #expired then due = redis.call('ZRANGEBYSCORE', p .. 'dq:due:' .. sub, '-inf', now, 'LIMIT', 0, free - #expired) end
-      for _, m in ipairs(expired) do take(sub, m, 1) end
-      for _, m in ipairs(due) do take(sub, m, 0) end
+const CLAIM_FN = `
+local function claimUpTo(limit, leaseUntil)
+  local out = {}
+  local function take(sub, m, reclaimed)
+    local id = idOf(m)
+    local key = p .. 'dq:d:' .. id
+    if reclaimed == 0 then
+      redis.call('ZREM', p .. 'dq:due:' .. sub, m)
+      redis.call('HINCRBY', p .. 'dq:n', 'pending', -1)
+      redis.call('HINCRBY', p .. 'dq:n', 'in-flight', 1)
     end
-    lane(sub)
+    redis.call('ZADD', p .. 'dq:lease:' .. sub, leaseUntil, m)
+    redis.call('HINCRBY', key, 'attempts', 1)
+    redis.call('HINCRBY', key, 'claim', 1)
+    redis.call('HSET', key, 'status', 'in-flight', 'leaseUntilMs', leaseUntil, 'updatedMs', ARGV[2])
+    local fields = redis.call('HGETALL', key)
+    table.insert(fields, 1, reclaimed)
+    table.insert(out, fields)
   end
-  if #out == before then break end
+  while #out < limit do
+    local lanes = redis.call('ZRANGEBYSCORE', p .. 'dq:ready', '-inf', now, 'LIMIT', 0, limit - #out)
+    if #lanes == 0 then break end
+    local before = #out
+    for _, sub in ipairs(lanes) do
+      local leases = p .. 'dq:lease:' .. sub
+      local free = math.min(PER - redis.call('ZCOUNT', leases, '(' .. now, '+inf'), limit - #out)
+      if free > 0 then
+        local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, free)
+        local due = {}
+        if free > #expired then due = redis.call('ZRANGEBYSCORE', p .. 'dq:due:' .. sub, '-inf', now, 'LIMIT', 0, free - #expired) end
+        for _, m in ipairs(expired) do take(sub, m, 1) end
+        for _, m in ipairs(due) do take(sub, m, 0) end
+      end
+      lane(sub)
+    end
+    if #out == before then break end
+  end
+  return out
 end
-return out`);
+`;
 
 /**
- * ARGV: prefix, now, then per attempt: id, claim, status, nextAttemptMs ('' = keep), uncount ('1'),
- * lastError ('' = none), lastStatus ('' = none). Returns 1 (recorded) or 0 (not the current claim) per attempt.
+ * Lua `finishAll(from)`: records the attempts in ARGV[from..], 7 each: id, claim, status,
+ * nextAttemptMs ('' = keep), uncount ('1'), lastError ('' = none), lastStatus ('' = none). Returns
+ * 1 (recorded) or 0 (not the current claim) per attempt.
  */
-const FINISH = new RedisScript(`${HELPERS}
-local out, touched = {}, {}
-for i = 3, #ARGV, 7 do
-  local id = ARGV[i]
-  local key = p .. 'dq:d:' .. id
-  local state = redis.call('HMGET', key, 'status', 'claim', 'subscriptionId')
-  if state[1] ~= 'in-flight' or state[2] ~= ARGV[i + 1] then
-    table.insert(out, 0)
-  else
-    local sub, status, m = state[3], ARGV[i + 2], member(id)
-    redis.call('ZREM', p .. 'dq:lease:' .. sub, m)
-    redis.call('HINCRBY', p .. 'dq:n', 'in-flight', -1)
-    redis.call('HDEL', key, 'leaseUntilMs')
-    redis.call('HSET', key, 'status', status, 'updatedMs', ARGV[2])
-    if ARGV[i + 3] ~= '' then redis.call('HSET', key, 'nextAttemptMs', ARGV[i + 3]) end
-    if ARGV[i + 4] == '1' then
-      redis.call('HINCRBY', key, 'attempts', -1)
+const FINISH_FN = `
+local function finishAll(from)
+  local out, touched = {}, {}
+  for i = from, #ARGV, 7 do
+    local id = ARGV[i]
+    local key = p .. 'dq:d:' .. id
+    local state = redis.call('HMGET', key, 'status', 'claim', 'subscriptionId')
+    if state[1] ~= 'in-flight' or state[2] ~= ARGV[i + 1] then
+      table.insert(out, 0)
     else
-      if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'lastError', ARGV[i + 5]) else redis.call('HDEL', key, 'lastError') end
-      if ARGV[i + 6] ~= '' then redis.call('HSET', key, 'lastStatus', ARGV[i + 6]) else redis.call('HDEL', key, 'lastStatus') end
+      local sub, status, m = state[3], ARGV[i + 2], member(id)
+      redis.call('ZREM', p .. 'dq:lease:' .. sub, m)
+      redis.call('HINCRBY', p .. 'dq:n', 'in-flight', -1)
+      redis.call('HDEL', key, 'leaseUntilMs')
+      redis.call('HSET', key, 'status', status, 'updatedMs', ARGV[2])
+      if ARGV[i + 3] ~= '' then redis.call('HSET', key, 'nextAttemptMs', ARGV[i + 3]) end
+      if ARGV[i + 4] == '1' then
+        redis.call('HINCRBY', key, 'attempts', -1)
+      else
+        if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'lastError', ARGV[i + 5]) else redis.call('HDEL', key, 'lastError') end
+        if ARGV[i + 6] ~= '' then redis.call('HSET', key, 'lastStatus', ARGV[i + 6]) else redis.call('HDEL', key, 'lastStatus') end
+      end
+      if status == 'pending' then
+        redis.call('ZADD', p .. 'dq:due:' .. sub, redis.call('HGET', key, 'nextAttemptMs'), m)
+        redis.call('HINCRBY', p .. 'dq:n', 'pending', 1)
+      else
+        redis.call('ZADD', p .. 'dq:' .. status, ARGV[2], m)
+      end
+      touched[sub] = true
+      table.insert(out, 1)
     end
-    if status == 'pending' then
-      redis.call('ZADD', p .. 'dq:due:' .. sub, redis.call('HGET', key, 'nextAttemptMs'), m)
-      redis.call('HINCRBY', p .. 'dq:n', 'pending', 1)
-    else
-      redis.call('ZADD', p .. 'dq:' .. status, ARGV[2], m)
-    end
-    touched[sub] = true
-    table.insert(out, 1)
   end
+  for sub in pairs(touched) do lane(sub) end
+  return out
 end
-for sub in pairs(touched) do lane(sub) end
-return out`);
+`;
+
+/** ARGV: prefix, now, limit, leaseMs. */
+const CLAIM = new RedisScript(`${HELPERS}${CLAIM_FN}
+return claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4]))`);
+
+/** ARGV: prefix, now, then the attempts (see `FINISH_FN`). */
+const FINISH = new RedisScript(`${HELPERS}${FINISH_FN}
+return finishAll(3)`);
+
+/** ARGV: prefix, now, limit, leaseMs, then the attempts (see `FINISH_FN`); returns { recorded, claimed }. */
+const SETTLE = new RedisScript(`${HELPERS}${FINISH_FN}${CLAIM_FN}
+local recorded = finishAll(5)
+return { recorded, claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4])) }`);
 
 /** ARGV: prefix, now, subscriptionId, id; returns the outcome, then the delivery's fields (none when absent). */
 const REDELIVER = new RedisScript(`${HELPERS}
@@ -299,20 +320,17 @@ export class RedisDeliveryQueue implements DeliveryQueue {
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    const claimed = (await this.#run(CLAIM, nowMs, [Math.floor(limit), leaseMs])) as Array<[number, ...string[]]>;
-    return claimed.map(([reclaimed, ...fields]) => {
-      const delivery = toDelivery(fields);
-      const f = fieldsOf(fields);
-      return { ...delivery, claim: Number(f.claim), leaseUntilMs: Number(f.leaseUntilMs), reclaimed: reclaimed === 1 };
-    });
+    return toClaimed(await this.#run(CLAIM, nowMs, [Math.floor(limit), leaseMs]));
   }
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     if (attempts.length === 0) return [];
-    const args = attempts.flatMap(({ id, claim, outcome }) => [
-      id, claim, outcome.status, outcome.nextAttemptMs ?? '', outcome.uncount ? '1' : '', outcome.lastError ?? '', outcome.lastStatus ?? '',
-    ]);
-    return ((await this.#run(FINISH, nowMs, args)) as number[]).map((recorded) => recorded === 1);
+    return toRecorded(await this.#run(FINISH, nowMs, attemptArgs(attempts)));
+  }
+
+  async settle(attempts: FinishedAttempt[], nowMs: number, limit: number, leaseMs: number): Promise<Settlement> {
+    const [recorded, claimed] = (await this.#run(SETTLE, nowMs, [Math.max(0, Math.floor(limit)), leaseMs, ...attemptArgs(attempts)])) as [unknown, unknown];
+    return { recorded: toRecorded(recorded), claimed: toClaimed(claimed) };
   }
 
   release(claims: ClaimRef[], nowMs: number): Promise<number> {
@@ -383,6 +401,26 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     if (!this.#client) throw new Error('RedisDeliveryQueue is not open');
     return this.#client;
   }
+}
+
+/** The script arguments of finished attempts (see `FINISH_FN`). */
+function attemptArgs(attempts: FinishedAttempt[]): Array<string | number> {
+  return attempts.flatMap(({ id, claim, outcome }) => [
+    id, claim, outcome.status, outcome.nextAttemptMs ?? '', outcome.uncount ? '1' : '', outcome.lastError ?? '', outcome.lastStatus ?? '',
+  ]);
+}
+
+/** `finishAll`'s reply as `finish` answers. */
+function toRecorded(reply: unknown): boolean[] {
+  return (reply as number[]).map((recorded) => recorded === 1);
+}
+
+/** `claimUpTo`'s reply as `claim` answers. */
+function toClaimed(reply: unknown): ClaimedDelivery[] {
+  return (reply as Array<[number, ...string[]]>).map(([reclaimed, ...fields]) => {
+    const f = fieldsOf(fields);
+    return { ...toDelivery(fields), claim: Number(f.claim), leaseUntilMs: Number(f.leaseUntilMs), reclaimed: reclaimed === 1 };
+  });
 }
 
 /** Hash fields (a flat name, value list) as a record. */

@@ -27,6 +27,7 @@ import {
   type NewDelivery,
   type PurgeLimits,
   type Redelivery,
+  type Settlement,
 } from './DeliveryQueue.ts';
 import { SqliteHandle } from '../../storage/sqlite.ts';
 
@@ -134,40 +135,16 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    return this.#sqlite.transaction((sql) => {
-      const claimed: ClaimedDelivery[] = [];
-      // Each lane read gives at least one delivery or is moved past `nowMs`, so this ends.
-      while (claimed.length < limit) {
-        const lanes = sql.readyLanes.all(nowMs, limit - claimed.length) as Array<{ subscription_id: string }>;
-        const before = claimed.length;
-        for (const { subscription_id: subscriptionId } of lanes) {
-          const free = Math.min(PER_SUBSCRIPTION - liveLeases(sql, subscriptionId, nowMs), limit - claimed.length);
-          if (free > 0) {
-            const expired = sql.expired.all(subscriptionId, nowMs, free) as Array<{ seq: number }>;
-            const due = sql.duePending.all(subscriptionId, nowMs, free - expired.length) as Array<{ seq: number }>;
-            for (const { seq } of expired) claimed.push(take(sql, seq, nowMs, leaseMs, true));
-            for (const { seq } of due) claimed.push(take(sql, seq, nowMs, leaseMs, false));
-          }
-          updateLane(sql, subscriptionId, nowMs);
-        }
-        if (lanes.length === 0 || claimed.length === before) break;
-      }
-      return claimed;
-    });
+    return this.#sqlite.transaction((sql) => claimDue(sql, nowMs, limit, leaseMs));
   }
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     if (attempts.length === 0) return [];
-    return this.#sqlite.transaction((sql) => {
-      const touched = new Set<string>();
-      const recorded = attempts.map(({ id, claim, outcome }) => {
-        const row = record(sql, id, claim, outcome, nowMs);
-        if (row) touched.add(row.subscription_id);
-        return row !== undefined;
-      });
-      for (const subscriptionId of touched) updateLane(sql, subscriptionId, nowMs);
-      return recorded;
-    });
+    return this.#sqlite.transaction((sql) => recordAll(sql, attempts, nowMs));
+  }
+
+  async settle(attempts: FinishedAttempt[], nowMs: number, limit: number, leaseMs: number): Promise<Settlement> {
+    return this.#sqlite.transaction((sql) => ({ recorded: recordAll(sql, attempts, nowMs), claimed: claimDue(sql, nowMs, limit, leaseMs) }));
   }
 
   async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
@@ -263,6 +240,39 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 /** Live leases (ending after `nowMs`) of a subscription. */
 function liveLeases(sql: Statements, subscriptionId: string, nowMs: number): number {
   return Number(sql.liveLeases.get(subscriptionId, nowMs)!.n);
+}
+
+/** `claim` inside a transaction. Each lane read gives at least one delivery or is moved past `nowMs`, so the loop ends. */
+function claimDue(sql: Statements, nowMs: number, limit: number, leaseMs: number): ClaimedDelivery[] {
+  const claimed: ClaimedDelivery[] = [];
+  while (claimed.length < limit) {
+    const lanes = sql.readyLanes.all(nowMs, limit - claimed.length) as Array<{ subscription_id: string }>;
+    const before = claimed.length;
+    for (const { subscription_id: subscriptionId } of lanes) {
+      const free = Math.min(PER_SUBSCRIPTION - liveLeases(sql, subscriptionId, nowMs), limit - claimed.length);
+      if (free > 0) {
+        const expired = sql.expired.all(subscriptionId, nowMs, free) as Array<{ seq: number }>;
+        const due = sql.duePending.all(subscriptionId, nowMs, free - expired.length) as Array<{ seq: number }>;
+        for (const { seq } of expired) claimed.push(take(sql, seq, nowMs, leaseMs, true));
+        for (const { seq } of due) claimed.push(take(sql, seq, nowMs, leaseMs, false));
+      }
+      updateLane(sql, subscriptionId, nowMs);
+    }
+    if (lanes.length === 0 || claimed.length === before) break;
+  }
+  return claimed;
+}
+
+/** `finish` inside a transaction. */
+function recordAll(sql: Statements, attempts: FinishedAttempt[], nowMs: number): boolean[] {
+  const touched = new Set<string>();
+  const recorded = attempts.map(({ id, claim, outcome }) => {
+    const row = record(sql, id, claim, outcome, nowMs);
+    if (row) touched.add(row.subscription_id);
+    return row !== undefined;
+  });
+  for (const subscriptionId of touched) updateLane(sql, subscriptionId, nowMs);
+  return recorded;
 }
 
 /** Claims the row `seq`: in flight under a new claim token and lease, its attempt counted. */

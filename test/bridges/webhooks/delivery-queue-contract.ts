@@ -148,6 +148,21 @@ export function deliveryQueueContract(name: string, make: () => DeliveryQueue | 
       expect(await queue.finish([], T + 1)).toEqual([]);
     });
 
+    it('settles in one write: records the outcomes, then claims the slots they freed', async () => {
+      await queue.enqueue(Array.from({ length: 6 }, (_, i) => newDelivery(`a${i}`)), T);
+      const [a0, a1] = await queue.claim(T, 10, 1000);
+      const settled = await queue.settle([
+        { id: 'a0', claim: a0.claim, outcome: { status: 'succeeded' } },
+        { id: 'a1', claim: a1.claim + 1, outcome: { status: 'succeeded' } },
+      ], T + 1, 10, 1000);
+      // a0's slot is free again; a1's outcome named another claim, so a1 is still in flight.
+      expect(settled.recorded).toEqual([true, false]);
+      expect(ids(settled.claimed)).toEqual(['a4']);
+      expect(settled.claimed[0]).toMatchObject({ status: 'in-flight', attempts: 1, leaseUntilMs: T + 1001 });
+      expect(await queue.counts()).toEqual({ pending: 1, 'in-flight': 4, succeeded: 1, dead: 0 });
+      expect(await queue.settle([], T + 2, 10, 1000)).toEqual({ recorded: [], claimed: [] });
+    });
+
     it('releases claims unattempted: due at once, the attempt not counted', async () => {
       await queue.enqueue([newDelivery('a'), newDelivery('b')], T);
       const claimed = await queue.claim(T, 10, 60_000);
