@@ -1,13 +1,16 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../support/gateway.ts';
 
 const stdoutLog = fileURLToPath(new URL('../../src/stdout-log.ts', import.meta.url));
 
+const cwd = fileURLToPath(new URL('../..', import.meta.url));
+const prelude = `import pino from 'pino'; import { stdoutLog } from ${JSON.stringify(stdoutLog)};\n`;
+
 /** Runs `script` (an ES module body; `stdoutLog` and `pino` imported) on the pinned Node; returns its stdout lines, parsed. */
 function run(script: string): Array<Record<string, unknown>> {
-  const source = `import pino from 'pino'; import { stdoutLog } from ${JSON.stringify(stdoutLog)};\n${script}`;
-  const result = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', source], { encoding: 'utf8', cwd: fileURLToPath(new URL('../..', import.meta.url)) });
+  const result = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', prelude + script], { encoding: 'utf8', cwd });
   expect(result.stderr).toBe('');
   return result.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
 }
@@ -25,5 +28,20 @@ describe('the serve log destination (stdout, one write per turn)', () => {
       log.info('before exit'); log.error('last words');
       process.exit(3);`);
     expect(lines.map((line) => line.msg)).toEqual(['before exit', 'last words']);
+  });
+
+  it('never blocks the event loop on a stdout nobody reads (a stalled pipe)', async () => {
+    // 4 MB of lines into a pipe this test never reads, then a sign of life on stderr.
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+      const log = pino({ base: null }, stdoutLog());
+      for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
+      setImmediate(() => setImmediate(() => process.stderr.write('alive')));`], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    try {
+      await eventually(async () => stderr.includes('alive'));
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
