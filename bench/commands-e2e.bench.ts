@@ -5,8 +5,9 @@
  * direct, a bare undici pass-through proxy in its own process, and nginx `proxy_pass` when `nginx`
  * is installed (skipped with a note otherwise). For the gateway (memory and sqlite stores) it
  * reports accepted/s and p50/p99 of `POST /commands`, and delivered/s: commands that reached the
- * backend per second, counted at the backend. `--quick`: 3 s phases. Writes
- * `bench/results/commands-e2e.json`.
+ * backend per second, counted at the backend; as ratios to the bare proxy (issue 11's targets,
+ * judged on the last line), to the backend direct and to nginx. `--quick`: 3 s phases. Writes
+ * `bench/results/commands-e2e.json` (every phase's numbers, the figures and the targets).
  *
  * Run: `npx node bench/commands-e2e.bench.ts [--quick]` (BENCH_SECONDS, BENCH_CLIENTS override).
  */
@@ -136,9 +137,13 @@ async function delivered(sink: string, expected: number, startedMs: number): Pro
 
 const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 0 });
 
+/** The issue's targets (issue 11), judged on the figures of this run. */
+const TARGETS = { sqliteDelivered: 0.8, sqliteP99: 1.5, memoryDelivered: 1.0 };
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'pgw-bench-e2e-'));
   const report = new BenchReport('commands-e2e');
+  const phases: Record<string, Load | { delivered: number; count: number; accepted: number } | 'skipped: nginx is not installed'> = {};
   try {
     const sink = (await spawnWithUrl(process.execPath, [join(root, 'bench/support/command-sink.ts')])).url;
     const proxy = (await spawnWithUrl(process.execPath, [join(root, 'bench/support/bare-proxy.ts')], { TARGET: sink })).url;
@@ -147,17 +152,23 @@ async function main(): Promise<void> {
     const line = (label: string, r: Load) => console.log(`  ${label.padEnd(32)} ${fmt(r.perSecond).padStart(7)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}${r.errors ? `   (${r.errors} errors)` : ''}`);
     const direct = load(`${sink}/commands`);
     line('backend, direct', direct);
+    phases.direct = direct;
     const bare = load(`${proxy}/commands`);
     line('bare undici proxy (own process)', bare);
+    phases.bareProxy = bare;
     const nginx = await startNginx(dir, sink);
+    let viaNginx: Load | undefined;
     if (nginx) {
-      const viaNginx = load(`${nginx.url}/commands`);
+      viaNginx = load(`${nginx.url}/commands`);
       line('nginx proxy_pass', viaNginx);
-      report.add({ name: 'nginx proxy_pass req/s vs bare proxy', unit: 'req/s', gateway: viaNginx.perSecond, baseline: bare.perSecond, baselineName: 'bare undici proxy', better: 'higher' });
+      phases.nginx = viaNginx;
       await stop(nginx.child);
     } else {
       console.log('  nginx proxy_pass                 skipped: nginx is not installed (apt-get install nginx)');
+      phases.nginx = 'skipped: nginx is not installed';
     }
+    console.log('');
+    const judged: string[] = [];
     for (const driver of ['memory', 'sqlite'] as const) {
       const gw = await startGatewayProcess(dir, sink, driver);
       await fetch(`${sink}/__reset`, { method: 'POST' });
@@ -166,15 +177,27 @@ async function main(): Promise<void> {
       line(`gateway (${driver}), accepted`, accepted);
       const reached = await delivered(sink, accepted.ok, startedMs);
       console.log(`  gateway (${driver}), delivered       ${fmt(reached.perSecond).padStart(7)}   (${fmt(reached.count)} of ${fmt(accepted.ok)} accepted reached the backend)`);
-      const figure = (name: string, gateway: number, baseline: number, better: 'higher' | 'lower', unit: string) =>
-        report.add({ name: `gateway ${driver}: ${name}`, unit, gateway, baseline, baselineName: 'bare undici proxy', better });
-      figure('accepted/s', accepted.perSecond, bare.perSecond, 'higher', 'req/s');
-      figure('delivered/s', reached.perSecond, bare.perSecond, 'higher', 'req/s');
-      figure('POST /commands p99', accepted.p99, bare.p99, 'lower', 'ms');
+      phases[`gateway-${driver}`] = accepted;
+      phases[`gateway-${driver}-delivered`] = { delivered: reached.perSecond, count: reached.count, accepted: accepted.ok };
+      const figure = (name: string, gateway: number, baseline: number, baselineName: string, better: 'higher' | 'lower', unit: string) =>
+        report.add({ name: `gateway ${driver}: ${name}`, unit, gateway, baseline, baselineName, better });
+      figure('accepted/s', accepted.perSecond, bare.perSecond, 'bare undici proxy', 'higher', 'req/s');
+      figure('delivered/s', reached.perSecond, bare.perSecond, 'bare undici proxy', 'higher', 'req/s');
+      figure('POST /commands p50', accepted.p50, bare.p50, 'bare undici proxy', 'lower', 'ms');
+      figure('POST /commands p99', accepted.p99, bare.p99, 'bare undici proxy', 'lower', 'ms');
+      figure('delivered/s vs backend direct', reached.perSecond, direct.perSecond, 'backend direct', 'higher', 'req/s');
+      if (viaNginx) figure('delivered/s vs nginx', reached.perSecond, viaNginx.perSecond, 'nginx proxy_pass', 'higher', 'req/s');
+      const deliveredRatio = reached.perSecond / bare.perSecond;
+      const p99Ratio = accepted.p99 / Math.max(1, bare.p99);
+      judged.push(driver === 'memory'
+        ? `memory delivered/s ${deliveredRatio.toFixed(2)}x bare proxy (target >= ${TARGETS.memoryDelivered}x: ${deliveredRatio >= TARGETS.memoryDelivered ? 'met' : 'not met'})`
+        : `sqlite delivered/s ${deliveredRatio.toFixed(2)}x bare proxy (target >= ${TARGETS.sqliteDelivered}x: ${deliveredRatio >= TARGETS.sqliteDelivered ? 'met' : 'not met'}), p99 ${p99Ratio.toFixed(2)}x (target <= ${TARGETS.sqliteP99}x: ${p99Ratio <= TARGETS.sqliteP99 ? 'met' : 'not met'})`);
       await stop(gw.child);
     }
     report.add({ name: 'bare proxy req/s vs backend direct', unit: 'req/s', gateway: bare.perSecond, baseline: direct.perSecond, baselineName: 'backend direct', better: 'higher' });
-    report.write({ clients: CLIENTS, seconds: SECONDS });
+    if (viaNginx) report.add({ name: 'nginx proxy_pass req/s vs bare proxy', unit: 'req/s', gateway: viaNginx.perSecond, baseline: bare.perSecond, baselineName: 'bare undici proxy', better: 'higher' });
+    console.log(`\nissue 11 targets: ${judged.join('; ')}`);
+    report.write({ clients: CLIENTS, seconds: SECONDS, phases, targets: TARGETS });
   } finally {
     await Promise.all(children.map(stop));
     rmSync(dir, { recursive: true, force: true });
