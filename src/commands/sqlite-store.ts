@@ -2,7 +2,7 @@
  * The SQLite `CommandStore` (`storage.driver: sqlite`): two connections of its own on the event
  * log's file (`storage.path`), WAL letting them work beside the event log's. Reads run on this
  * thread's connection; every write runs on the writer thread's (`sqlite-writer.ts`), coalesced
- * with the other writes of the same turn into one transaction. Tables and writes:
+ * with the writes asked for beside it into one transaction. Tables and writes:
  * `sqlite-command-sql.ts`.
  *
  * Durability: WAL with `synchronous=FULL` (src/storage/sqlite.ts), so an accept answered 201

@@ -1,7 +1,8 @@
 /**
  * Every write of the SQLite `CommandStore`, run on a thread of its own (`sqlite-writer-thread.ts`)
- * and coalesced: the writes asked for in one turn of the event loop go to the thread as one batch,
- * committed in one transaction; writes asked for while a batch is in flight form the next one. So
+ * and coalesced: the writes asked for together (in one go of the event loop, before it turns to
+ * I/O again) go to the thread as one batch, committed in one transaction; writes asked for while a
+ * batch is in flight form the next one. So
  * the fsync of a `synchronous=FULL` commit (1–2 ms on a disk) never blocks the event loop, and the
  * dispatcher's bookkeeping (claims, completions, reschedules) shares transactions with the accepts
  * instead of committing one by one. Each write's promise settles once the transaction holding it
@@ -101,8 +102,10 @@ export class SqliteWriter {
       this.#queue.push({ name, args, resolve: resolve as (value: unknown) => void, reject });
       if (this.#inFlight || this.#scheduled) return;
       this.#scheduled = true;
-      // Not a timer: the batch leaves once this turn of the event loop has asked for its writes.
-      setImmediate(() => {
+      // Not a timer, not even the next turn: the batch leaves once the code running now (and the
+      // promise reactions it queued) has asked for its writes. Accepts come already gathered by
+      // the group commit; what is asked for while the batch is in flight goes in the next one.
+      queueMicrotask(() => {
         this.#scheduled = false;
         this.#send();
       });
