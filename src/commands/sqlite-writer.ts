@@ -90,7 +90,7 @@ export class SqliteWriter {
         else this.#answered(message);
       });
       worker.on('error', (err) => failed(new Error(`${this.#name}: the writer thread failed: ${err.message}`, { cause: err })));
-      worker.on('exit', () => failed(this.#notOpen()));
+      worker.on('exit', () => failed(this.#closing ? this.#notOpen() : new Error(`${this.#name}: the writer thread stopped`)));
     });
     return this.#opened;
   }
