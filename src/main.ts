@@ -19,6 +19,7 @@ import { ConfigError, formatProblems, loadConfig } from './config/load.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
 import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';
+import { stdoutLog } from './stdout-log.ts';
 import { GATEWAY_VERSION } from './version.ts';
 
 const USAGE = `usage: proto-gateway <serve|validate|manifest> [--config FILE]
@@ -92,7 +93,7 @@ async function manifest(file: string): Promise<number> {
 async function serve(file: string): Promise<number | undefined> {
   const config = await load(file);
   if (typeof config === 'number') return config;
-  const logger = pino({ base: { service: 'proto-gateway' } });
+  const logger = pino({ base: { service: 'proto-gateway' } }, stdoutLog());
   // Handlers first: a signal that arrives while the gateway starts still shuts it down cleanly.
   const started = startGateway(config, { logger });
   let stopping = false;

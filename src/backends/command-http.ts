@@ -36,27 +36,40 @@ export interface CommandExchange {
 
 /** Sends the request; resolves with any HTTP answer, rejects on transport failure or abort. */
 export async function sendCommand(req: CommandRequest, signal: AbortSignal, timeoutMs: number): Promise<CommandExchange> {
-  const deadline = AbortSignal.timeout(timeoutMs);
+  signal.throwIfAborted();
+  // One controller, aborted by the caller's signal or the deadline: cheaper per request than
+  // AbortSignal.any over AbortSignal.timeout (no composite signal, no weak references to collect).
+  const exchange = new AbortController();
+  let timedOut = false;
+  const deadline = setTimeout(() => {
+    timedOut = true;
+    exchange.abort();
+  }, timeoutMs).unref();
+  const onAbort = (): void => exchange.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
   try {
     const res = await request(req.url, {
       method: req.method as 'POST',
       headers: req.body === undefined ? req.headers : { 'content-type': 'application/json', ...req.headers },
       body: req.body === undefined ? undefined : JSON.stringify(req.body),
-      signal: AbortSignal.any([signal, deadline]),
+      signal: exchange.signal,
       dispatcher: req.dispatcher,
     });
     const text = await readAnswer(res.body);
-    const exchange: CommandExchange = { status: res.statusCode, body: parseBody(text) };
+    const answer: CommandExchange = { status: res.statusCode, body: parseBody(text) };
     const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
-    if (retryAfterMs !== undefined) exchange.retryAfterMs = retryAfterMs;
-    return exchange;
+    if (retryAfterMs !== undefined) answer.retryAfterMs = retryAfterMs;
+    return answer;
   } catch (err) {
     if (signal.aborted) throw signal.reason;
-    if (deadline.aborted) throw new ProtoError('BACKEND_TIMEOUT', `no answer within ${timeoutMs} ms`);
+    if (timedOut) throw new ProtoError('BACKEND_TIMEOUT', `no answer within ${timeoutMs} ms`);
     // The message lands in the public failure event: the code only, never the backend's address.
     const error = new ProtoError('BACKEND_UNAVAILABLE', `the backend is unreachable (${transportReason(err)})`);
     error.cause = err;
     throw error;
+  } finally {
+    clearTimeout(deadline);
+    signal.removeEventListener('abort', onAbort);
   }
 }
 

@@ -1,0 +1,76 @@
+/**
+ * The writer thread of the SQLite `CommandStore` (started by `SqliteWriter`, `sqlite-writer.ts`):
+ * its own connection on the store's file, running each batch of writes it is sent in ONE
+ * transaction, each write in a savepoint of its own (a write that throws is undone alone and
+ * answered with its error; the others commit). The commit is `synchronous=FULL` unless every write
+ * of the batch is in `RELAXED_WRITES`. Its fsync happens here, off the gateway's event loop.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { DatabaseSync } from 'node:sqlite';
+import { SqliteHandle } from '../storage/sqlite.ts';
+import { prepareStatements, RELAXED_WRITES, SCHEMA, WRITES, type WriteName } from './sqlite-command-sql.ts';
+import type { WriteAnswer, WriteBatch, WriterData, WriterMessage } from './sqlite-writer.ts';
+
+const { path, busyTimeoutMs } = workerData as WriterData;
+const port = parentPort!;
+
+function prepare(db: DatabaseSync) {
+  return {
+    sql: prepareStatements(db),
+    savepoint: db.prepare('SAVEPOINT write'),
+    release: db.prepare('RELEASE write'),
+    rollbackTo: db.prepare('ROLLBACK TO write'),
+  };
+}
+
+const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
+let synchronous: 'FULL' | 'NORMAL' = 'FULL';
+
+function runBatch(batch: WriteBatch): WriterMessage {
+  const wanted = batch.every(([name]) => RELAXED_WRITES.has(name)) ? 'NORMAL' : 'FULL';
+  if (wanted !== synchronous) {
+    handle.db.exec(`PRAGMA synchronous = ${wanted}`);
+    synchronous = wanted;
+  }
+  try {
+    return { answers: handle.transaction((statements) => batch.map(([name, args]) => runWrite(statements, name, args))) };
+  } catch (err) {
+    return { failed: errorData(err) };
+  }
+}
+
+function runWrite(statements: ReturnType<typeof prepare>, name: WriteName, args: unknown[]): WriteAnswer {
+  statements.savepoint.run();
+  try {
+    const value = (WRITES[name] as (...all: unknown[]) => unknown)(statements.sql, ...args);
+    statements.release.run();
+    return { value };
+  } catch (err) {
+    // Throws in turn when SQLite already ended the transaction (I/O error): the batch then fails.
+    statements.rollbackTo.run();
+    statements.release.run();
+    return { error: errorData(err) };
+  }
+}
+
+function errorData(err: unknown): { message: string; code?: string } {
+  const code = (err as { code?: unknown })?.code;
+  return { message: (err as Error)?.message ?? String(err), ...(typeof code === 'string' && { code }) };
+}
+
+try {
+  handle.open();
+  port.postMessage({ ready: true } satisfies WriterMessage);
+} catch (err) {
+  port.postMessage({ failed: errorData(err) } satisfies WriterMessage);
+  port.close();
+}
+
+port.on('message', (message: WriteBatch | 'close') => {
+  if (message === 'close') {
+    handle.close();
+    port.close();
+    return;
+  }
+  port.postMessage(runBatch(message));
+});
