@@ -77,6 +77,8 @@ export class Dispatcher {
   readonly #abort = new AbortController();
   #timer: NodeJS.Timeout | undefined;
   #pumping = false;
+  /** The running look at the outbox, if any (shutdown waits for it and the releases it writes). */
+  #pumpRun: Promise<void> | undefined;
   #again = false;
   #wakeScheduled = false;
   #started = false;
@@ -104,7 +106,7 @@ export class Dispatcher {
     setImmediate(() => {
       this.#wakeScheduled = false;
       if (this.#pumping) this.#again = true;
-      else void this.#pump();
+      else this.#pumpRun = this.#pump();
     });
   }
 
@@ -126,7 +128,7 @@ export class Dispatcher {
     await Promise.race([Promise.allSettled([...this.#attempts]), timedOut]);
     clearTimeout(deadline);
     this.#abort.abort(new Error('the gateway is shutting down'));
-    await Promise.allSettled([...this.#attempts]);
+    await Promise.allSettled([...this.#attempts, this.#pumpRun]);
   }
 
   async #pump(): Promise<void> {
@@ -168,11 +170,13 @@ export class Dispatcher {
     if (free <= 0 || this.#closing || !delivery) return;
     const claimedMs = Date.now();
     const claimed = await this.#options.outbox.claimDue(backend, claimedMs, free, this.#leaseMs);
-    for (const entry of claimed) {
-      this.#options.metrics.countClaim(backend, entry.reclaimed ? 'reclaimed' : 'claimed');
-      if (this.#closing) return this.#release(entry);
-      if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.#leaseMs);
+    for (const entry of claimed) this.#options.metrics.countClaim(backend, entry.reclaimed ? 'reclaimed' : 'claimed');
+    // Shutdown began while claiming: every entry goes back, none waits for its lease to end.
+    if (this.#closing) {
+      await Promise.all(claimed.map((entry) => this.#release(entry)));
+      return;
     }
+    for (const entry of claimed) if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.#leaseMs);
   }
 
   get #leaseMs(): number {

@@ -12,7 +12,8 @@ export type AttemptOutcome = 'delivered' | 'rejected' | 'retry' | 'aborted';
 /**
  * What became of outbox work this replica's dispatcher took: `claimed` (a fresh claim), `reclaimed`
  * (taken over after a claim's lease ran out: its claimer died or stalled), `released` (given back
- * unattempted at shutdown).
+ * at shutdown, due again at once: not attempted, or its attempt aborted, which the backend may
+ * have received; delivery is at least once).
  */
 export type ClaimOutcome = 'claimed' | 'reclaimed' | 'released';
 
@@ -48,7 +49,7 @@ export function commandMetrics(registry: Registry): CommandMetrics {
     buckets: ATTEMPT_BUCKETS,
     registers,
   });
-  const claims = new Counter({ name: 'proto_gateway_outbox_claims_total', help: 'Outbox entries this replica claimed, reclaimed after a lease ran out, or released unattempted', labelNames: ['backend', 'outcome'], registers });
+  const claims = new Counter({ name: 'proto_gateway_outbox_claims_total', help: 'Outbox entries this replica claimed, reclaimed after a lease ran out, or released at shutdown (unattempted or aborted)', labelNames: ['backend', 'outcome'], registers });
   const retries = new Counter({ name: 'proto_gateway_command_retries_total', help: 'Command deliveries rescheduled after a transient failure', labelNames: ['backend'], registers });
   const failures = new Counter({ name: 'proto_gateway_command_failures_total', help: 'Commands that finally failed (refused, or retries exhausted)', labelNames: ['backend'], registers });
   const conflicts = new Gauge({ name: 'proto_gateway_command_type_conflicts', help: 'Command types of a backend ignored because an earlier backend claims them', labelNames: ['backend'], registers });

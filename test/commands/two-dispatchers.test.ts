@@ -103,6 +103,31 @@ describe('leased claims across replicas', () => {
   });
 });
 
+describe('shutdown during a claim', () => {
+  it('releases every entry it had just claimed, so none waits for its lease', async () => {
+    const prefix = randomPrefix();
+    cleanups.push(() => deletePrefix(SHARED_REDIS_URL, prefix));
+    const delivered: string[] = [];
+    const { store, dispatcher, registry } = await replica(prefix, delivery(async (entry) => void delivered.push(entry.id)));
+    for (const id of ['a', 'b', 'c']) await store.enqueue({ ...outboxEntry(id), nextAttemptMs: 0 });
+    // The shutdown begins while the claim is on its way to the store.
+    let closed: Promise<void> | undefined;
+    const claimDue = store.claimDue.bind(store);
+    store.claimDue = async (...args) => {
+      const claimed = await claimDue(...args);
+      closed ??= dispatcher.close();
+      return claimed;
+    };
+    await dispatcher.start();
+    await eventually(() => closed !== undefined);
+    await closed;
+    expect(delivered).toEqual([]);
+    expect([await claims(registry, 'claimed'), await claims(registry, 'released')]).toEqual([3, 3]);
+    const again = await claimDue('orders', Date.now(), 10, 1000);
+    expect(again.map((e) => ({ id: e.id, reclaimed: e.reclaimed }))).toEqual(['a', 'b', 'c'].map((id) => ({ id, reclaimed: false })));
+  });
+});
+
 describe('a dispatcher across a Redis restart', () => {
   it('completes a command delivered while Redis was down once it returns, instead of delivering it again', async () => {
     const server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
