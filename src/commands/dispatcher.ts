@@ -23,22 +23,19 @@
  * - The adapters ask the backend's circuit before each attempt; an open circuit is a transient
  *   failure like any other (retried, not before the `Retry-After` it gives).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { AttemptOutcome, CommandMetrics } from '../metrics/commands.ts';
 import type { CorrelationAliases, Outbox, OutboxEntry } from './CommandStore.ts';
 import type { CommandDelivery, DeliveryOutcome, FailureReason } from './delivery.ts';
 import { parseRetryAfter, retryDelayMs } from './retry-schedule.ts';
+import { retryWhileLeased } from '../storage/retry-while-leased.ts';
 
 /** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
 export const MAX_IDLE_MS = 1_000;
 
 /** What a lease adds to the attempt timeout by default, in ms. */
 export const LEASE_MARGIN_MS = 5_000;
-
-/** Pause between two tries of an attempt's bookkeeping the store refused (Redis away), in ms. */
-const STORE_RETRY_MS = 250;
 
 /** Options of a `Dispatcher`. */
 export interface DispatcherOptions {
@@ -257,16 +254,12 @@ export class Dispatcher {
    * entry to be delivered again when its lease runs out. Rethrows once the lease is about to end,
    * or at shutdown (the entry then comes back when its lease runs out: at least once, never lost).
    */
-  async #persist(entry: OutboxEntry, leaseEndMs: number, write: () => Promise<void>): Promise<void> {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await write();
-      } catch (err) {
-        if (this.#abort.signal.aborted || Date.now() + STORE_RETRY_MS >= leaseEndMs) throw err;
-        if (tries === 1) this.#options.logger.warn({ err, command: entry.id }, 'the store did not take the end of a command attempt; trying again while its lease lasts');
-        await sleep(STORE_RETRY_MS, undefined, { signal: this.#abort.signal }).catch(() => {});
-      }
-    }
+  #persist(entry: OutboxEntry, leaseEndMs: number, write: () => Promise<void>): Promise<void> {
+    return retryWhileLeased(write, {
+      leaseEndMs,
+      signal: this.#abort.signal,
+      onFirstRefusal: (err) => this.#options.logger.warn({ err, command: entry.id }, 'the store did not take the end of a command attempt; trying again while its lease lasts'),
+    });
   }
 
   /** Appends the result events, then removes the entry: a crash in between re-delivers (at least once), never loses. */

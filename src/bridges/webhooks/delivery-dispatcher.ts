@@ -16,7 +16,6 @@
  * deliveries, aborts the attempts in flight and releases their claims without counting them
  * (at-least-once: a receiver may see such a message again).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { WebhookMetrics } from '../../metrics/webhooks.ts';
 import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue } from './DeliveryQueue.ts';
@@ -25,9 +24,7 @@ import { OutcomeWriter } from './outcome-writer.ts';
 import { judgeAttempt, type AttemptVerdict } from './retry-policy.ts';
 import { WebhookSigner } from './signer.ts';
 import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
-
-/** Pause between two tries of an outcome the queue refused (Redis away), ms. */
-const STORE_RETRY_MS = 250;
+import { retryWhileLeased } from '../../storage/retry-while-leased.ts';
 
 /** Delay of the next look at the queue after a failure to read it, ms. */
 const QUEUE_ERROR_BACKOFF_MS = 1000;
@@ -84,6 +81,8 @@ export class DeliveryDispatcher {
   #again = false;
   #wakeScheduled = false;
   #closed = false;
+  /** Aborted at shutdown: ends the waits between tries of a refused outcome. */
+  readonly #stop = new AbortController();
   #closing: Promise<void> | undefined;
 
   constructor(options: DispatcherOptions) {
@@ -141,6 +140,7 @@ export class DeliveryDispatcher {
 
   async #shutdown(): Promise<void> {
     this.#closed = true;
+    this.#stop.abort();
     clearTimeout(this.#timer);
     await this.#pump;
     for (const attempt of this.#inFlight) attempt.controller.abort();
@@ -245,17 +245,14 @@ export class DeliveryDispatcher {
     return recorded;
   }
 
-  /** Runs `write`, again every `STORE_RETRY_MS` while it throws, the claim's lease lasts and the dispatcher is open; then throws its last error. */
-  async #whileLeased<T>(delivery: ClaimedDelivery, write: () => Promise<T>): Promise<T> {
-    for (;;) {
-      try {
-        return await write();
-      } catch (err) {
-        if (this.#closed || this.#now() + STORE_RETRY_MS >= delivery.leaseUntilMs) throw err;
-        this.#o.logger.warn({ err, delivery: delivery.id }, 'webhook outcome not recorded: the queue refused it; trying again');
-        await sleep(STORE_RETRY_MS);
-      }
-    }
+  /** Runs `write` until the queue takes it, while the claim's lease lasts and the dispatcher is open (`retryWhileLeased`). */
+  #whileLeased<T>(delivery: ClaimedDelivery, write: () => Promise<T>): Promise<T> {
+    return retryWhileLeased(write, {
+      leaseEndMs: delivery.leaseUntilMs,
+      signal: this.#stop.signal,
+      now: this.#now,
+      onFirstRefusal: (err) => this.#o.logger.warn({ err, delivery: delivery.id }, 'webhook outcome not recorded: the queue refused it; trying again while its lease lasts'),
+    });
   }
 
   #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {
