@@ -48,13 +48,23 @@ describe('rate limit shared by the replicas (storage.driver redis)', () => {
   it('refills at perSecond', async () => {
     const prefix = randomPrefix();
     track({ close: () => deletePrefix(SHARED_REDIS_URL, prefix) });
-    // 1000 a second with a bucket of one: spent at once, back within milliseconds.
-    const limit = await limiter(prefix, 1000, 1);
-    expect(await refusal(limit, 'alice')).toBeUndefined();
-    const again = async (): Promise<void> => {
-      if (await refusal(limit, 'alice')) return again();
-    };
-    await again();
+    // 2 a second with a bucket of one: spent at once, half a token back after 250 ms, a whole one after 500.
+    const limit = await limiter(prefix, 2, 1);
+    const client = new Redis(SHARED_REDIS_URL);
+    const tokens = async () => Number(await client.hget(`${prefix}ratelimit:alice`, 'tokens'));
+    try {
+      expect(await refusal(limit, 'alice')).toBeUndefined();
+      expect((await refusal(limit, 'alice'))?.code).toBe('RATE_LIMITED');
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect((await refusal(limit, 'alice'))?.code).toBe('RATE_LIMITED');
+      // Refilled by the time elapsed: at least half a token (a slower rate has less; a faster one
+      // would have given the token back, and the refusal just above would have been a take).
+      expect(await tokens()).toBeGreaterThanOrEqual(0.45);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(await refusal(limit, 'alice')).toBeUndefined();
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('fails closed with 503 STORE_UNAVAILABLE while Redis is away, and limits again when it returns', async () => {
