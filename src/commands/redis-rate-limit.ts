@@ -55,7 +55,7 @@ export class RedisRateLimiter implements PrincipalRateLimit {
   /** Connects (fails when Redis does not answer); nothing to connect while the limit is off. Idempotent. */
   async open(): Promise<void> {
     if (this.#client || !this.enabled) return;
-    this.#client = await connectStore(this.#options, 'rate-limit');
+    this.#client = await connectStore(this.#options, 'commands');
   }
 
   async take(principal: string): Promise<void> {
