@@ -89,6 +89,8 @@ export interface Gateway {
   webhooks: WebhookBridge;
   /** The gRPC bridge, when the `grpc` section is present (its `port` is the bound one). */
   grpc?: GrpcBridge;
+  /** Every HTTP route the gateway serves. */
+  routes: Route[];
   /** Stops accepting, drains within `server.shutdownTimeout`, closes every component. Idempotent. */
   close(): Promise<void>;
 }

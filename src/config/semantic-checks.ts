@@ -5,6 +5,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import { decodeSecretKey } from '../bridges/webhooks/secret-box.ts';
+import { GATEWAY_ROUTE_ROOTS } from '../http/route-roots.ts';
 import { kebab, pascal } from '../mapping/names.ts';
 import type { ConfigPath } from './problems.ts';
 import { asList, asMap, asText, entries, legacyBackends, type RawMap } from './raw.ts';
@@ -21,6 +22,15 @@ export function checkSemantics(config: RawMap, report: Reporter): void {
   checkBackendIdentity(config, report);
   checkCommandTypes(config, report);
   checkQueryNames(config, report);
+  checkConsolePath(asText(asMap(config.console).path), report);
+}
+
+/** The console's path leaves the gateway's own routes alone. */
+function checkConsolePath(path: string | undefined, report: Reporter): void {
+  const root = path?.split('/')[1];
+  if (root !== undefined && GATEWAY_ROUTE_ROOTS.has(root)) {
+    report(['console', 'path'], `/${root} is the gateway's own route; choose another path (e.g. /console)`);
+  }
 }
 
 /** apiKey and bearer need at least one key; ids and keys are unique (a key names one principal). */

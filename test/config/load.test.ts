@@ -203,6 +203,11 @@ describe('problems are reported at their line and column', () => {
     expect(where(await problemsOf('server:\n  port: eighty\n'))).toEqual([[2, 9, 'server.port: must be integer, not string "eighty"']]);
   });
 
+  it('a console.path on one of the gateway\'s own routes', async () => {
+    expect(where(await problemsOf('console:\n  path: /events/live\n'))).toEqual([[2, 9, "console.path: /events is the gateway's own route; choose another path (e.g. /console)"]]);
+    expect(where(await problemsOf('console:\n  path: /metrics\n'))).toEqual([[2, 9, "console.path: /metrics is the gateway's own route; choose another path (e.g. /console)"]]);
+  });
+
   it('a bad enum value', async () => {
     expect(where(await problemsOf('storage:\n  driver: postgres\n'))).toEqual([[2, 11, 'storage.driver: must be one of "sqlite", "memory", "redis"']]);
   });
