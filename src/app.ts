@@ -291,6 +291,7 @@ async function assemble(input: AssembleInput) {
       registry,
       services,
       backends,
+      ingestError: (backend) => ingestors.lastError(backend),
       outboxDepth: (backend) => commands.store.depth(backend),
       version: GATEWAY_VERSION,
       storage: config.storage.driver,
