@@ -52,6 +52,8 @@ import { statusRoutes } from './http/routes/status.ts';
 import { registryMetrics } from './metrics/registry.ts';
 import { openRegistryStore } from './registry/open-registry-store.ts';
 import { RedisReadiness } from './storage/redis-readiness.ts';
+import type { CommandStore } from './commands/CommandStore.ts';
+import { SqliteCommandStore } from './commands/sqlite-store.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
@@ -81,6 +83,8 @@ export interface Gateway {
   manifest: PublicManifest;
   backends: BackendDirectory;
   log: EventLog;
+  /** The command store (accepted commands and the outbox). */
+  commandStore: CommandStore;
   /** The ingestors of each backend (a proto follower, or one poller per legacy `records` entry); live. */
   ingestors: Map<string, Ingestor[]>;
   /** The service registry (descriptors, runtime registration, pause and resume). */
@@ -274,7 +278,7 @@ async function assemble(input: AssembleInput) {
     ...opsRoutes({
       registry,
       metricsPublic: config.metrics.public,
-      notReady: () => [...notReady(input.state), ...(storageReadiness?.ready() === false ? ['storage'] : [])],
+      notReady: () => [...notReady(input.state), ...(storageReady(storageReadiness, commands.store) ? [] : ['storage'])],
     }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
@@ -289,6 +293,7 @@ async function assemble(input: AssembleInput) {
       registry,
       services,
       backends,
+      ingestError: (backend) => ingestors.lastError(backend),
       outboxDepth: (backend) => commands.store.depth(backend),
       version: GATEWAY_VERSION,
       storage: config.storage.driver,
@@ -306,7 +311,7 @@ async function assemble(input: AssembleInput) {
       maxBodyBytes: config.server.bodyLimitBytes,
     }),
   ];
-  return { publicUrl, backends, manifest, ingestors: ingestors.byBackend, services, webhooks, routes, grpc };
+  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks, routes, grpc };
 }
 
 /** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */
@@ -325,6 +330,12 @@ async function a2aFront(input: {
   life.add(bridge.executor);
   life.add(bridge.pushSender);
   return bridge;
+}
+
+/** Whether the store takes writes: Redis answers, or the SQLite command store's writer thread is up. */
+function storageReady(redis: RedisReadiness | undefined, commandStore: CommandStore): boolean {
+  if (redis) return redis.ready();
+  return !(commandStore instanceof SqliteCommandStore) || commandStore.writer.up;
 }
 
 /** Why the gateway is not ready (the `pending` of a 503 from `/readyz`): empty once it is. */

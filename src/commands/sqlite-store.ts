@@ -23,7 +23,8 @@ const BUSY_TIMEOUT_MS = 5_000;
 /** A `CommandStore` in one SQLite file (a file: its two connections must see one database, so not `:memory:`). */
 export class SqliteCommandStore implements CommandStore {
   readonly #sqlite: SqliteHandle<Statements>;
-  readonly #writer: SqliteWriter;
+  /** The writer thread: `up` says whether the store takes writes (`/readyz`). */
+  readonly writer: SqliteWriter;
 
   /** @param path the database file (its directory is created), usually `storage.path`. */
   constructor(path: string) {
@@ -33,14 +34,14 @@ export class SqliteCommandStore implements CommandStore {
       busyTimeoutMs: BUSY_TIMEOUT_MS,
       migrate: addClaimedColumn,
     });
-    this.#writer = new SqliteWriter('SqliteCommandStore', { path, busyTimeoutMs: BUSY_TIMEOUT_MS });
+    this.writer = new SqliteWriter('SqliteCommandStore', { path, busyTimeoutMs: BUSY_TIMEOUT_MS });
   }
 
   async open(): Promise<void> {
     // This connection first: it creates the tables (and adds columns older files lack) before the writer thread opens its own.
     this.#sqlite.open();
     try {
-      await this.#writer.open();
+      await this.writer.open();
     } catch (err) {
       this.#sqlite.close();
       throw err;
@@ -48,21 +49,21 @@ export class SqliteCommandStore implements CommandStore {
   }
 
   async close(): Promise<void> {
-    await this.#writer.close();
+    await this.writer.close();
     this.#sqlite.close();
   }
 
   accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
-    return this.#writer.run('accept', recordValues(record), entryValues(entry), nowMs);
+    return this.writer.run('accept', recordValues(record), entryValues(entry), nowMs);
   }
 
   acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
     // One write, so inside one transaction: one synchronous=FULL commit (one fsync) for the batch.
-    return this.#writer.run('acceptBatch', items.map(({ record, entry }) => [recordValues(record), entryValues(entry)]), nowMs);
+    return this.writer.run('acceptBatch', items.map(({ record, entry }) => [recordValues(record), entryValues(entry)]), nowMs);
   }
 
   claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
-    return this.#writer.run('claim', recordValues(record), nowMs);
+    return this.writer.run('claim', recordValues(record), nowMs);
   }
 
   async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
@@ -70,11 +71,11 @@ export class SqliteCommandStore implements CommandStore {
   }
 
   purgeExpired(nowMs: number): Promise<number> {
-    return this.#writer.run('purgeExpired', nowMs);
+    return this.writer.run('purgeExpired', nowMs);
   }
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
-    const seq = await this.#writer.run('enqueue', entryValues(entry));
+    const seq = await this.writer.run('enqueue', entryValues(entry));
     return { ...structuredClone(entry), seq };
   }
 
@@ -83,15 +84,15 @@ export class SqliteCommandStore implements CommandStore {
   }
 
   async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
-    return claimedEntriesOf(await this.#writer.run('claimDue', backend, nowMs, limit, leaseMs));
+    return claimedEntriesOf(await this.writer.run('claimDue', backend, nowMs, limit, leaseMs));
   }
 
   reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
-    return this.#writer.run('reschedule', seq, attempts, nextAttemptMs, lastError);
+    return this.writer.run('reschedule', seq, attempts, nextAttemptMs, lastError);
   }
 
   complete(seq: number): Promise<void> {
-    return this.#writer.run('complete', seq);
+    return this.writer.run('complete', seq);
   }
 
   async nextDueMs(): Promise<number | undefined> {
@@ -108,7 +109,7 @@ export class SqliteCommandStore implements CommandStore {
   }
 
   rememberAlias(id: string, alias: string): Promise<void> {
-    return this.#writer.run('rememberAlias', id, alias);
+    return this.writer.run('rememberAlias', id, alias);
   }
 
   async aliasesOf(id: string): Promise<string[]> {

@@ -53,9 +53,13 @@ function runWrite(statements: ReturnType<typeof prepare>, name: WriteName, args:
   }
 }
 
-function errorData(err: unknown): { message: string; code?: string } {
-  const code = (err as { code?: unknown })?.code;
-  return { message: (err as Error)?.message ?? String(err), ...(typeof code === 'string' && { code }) };
+function errorData(err: unknown): { message: string; code?: string; errcode?: number } {
+  const { code, errcode } = (err ?? {}) as { code?: unknown; errcode?: unknown };
+  return {
+    message: (err as Error)?.message ?? String(err),
+    ...(typeof code === 'string' && { code }),
+    ...(typeof errcode === 'number' && { errcode }),
+  };
 }
 
 try {

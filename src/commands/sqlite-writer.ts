@@ -9,8 +9,18 @@
  * has committed (rejected with its own error, or with the commit's). A batch is as large as what
  * queued meanwhile: accepts come bounded by the group commit (`group-commit.ts`), the dispatcher's
  * writes by its concurrency.
+ *
+ * An unavailable store is a 503, not a 500: a write failing with an I/O error of SQLite (disk full,
+ * I/O error, still locked after the busy timeout…) and every write the thread leaves unanswered
+ * when it dies are refused with `STORE_UNAVAILABLE`. A thread that died is restarted, on the same
+ * file, by the next write asked for (refused itself: it finds the store down); meanwhile `up` is
+ * false, which `/readyz` reports. Restarting is safe: SQLite rolls back the transaction a dead
+ * connection left open, and the writes it may have committed unanswered are idempotent accepts
+ * (retried under the same id) or dispatch bookkeeping that leases make good. Without commands the
+ * dispatcher's claims and the idempotency purge (at least every minute) are such writes.
  */
 import { Worker } from 'node:worker_threads';
+import { ProtoError } from '../errors.ts';
 import type { WriteName, Writes } from './sqlite-command-sql.ts';
 
 /** What the thread is started with. */
@@ -29,7 +39,15 @@ export type WriteAnswer = { value: unknown } | { error: ErrorData };
 interface ErrorData {
   message: string;
   code?: string;
+  /** SQLite's (extended) result code, when SQLite raised it. */
+  errcode?: number;
 }
+
+/**
+ * SQLite's primary result codes that say the store cannot write now, not that the write is wrong:
+ * BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
+ */
+const UNAVAILABLE_CODES = new Set([5, 6, 7, 8, 10, 13, 14, 15]);
 
 /** What the thread posts: ready after opening, a batch's answers, or why it (the open or the whole batch) failed. */
 export type WriterMessage = { ready: true } | { answers: WriteAnswer[] } | { failed: ErrorData };
@@ -52,8 +70,10 @@ export class SqliteWriter {
   #queue: Pending[] = [];
   #inFlight: Pending[] | undefined;
   #scheduled = false;
-  /** Why no write can run any more (closed, or the thread stopped). */
+  /** Why no write can run now (not open, closed, or the thread died and is not up again). */
   #stopped: Error | undefined;
+  /** The thread died (not closed): the next write starts a new one. */
+  #crashed = false;
   #onIdle: (() => void) | undefined;
   #opened: Promise<void> | undefined;
   #exited: Promise<void> | undefined;
@@ -69,6 +89,11 @@ export class SqliteWriter {
     this.#stopped = this.#notOpen();
   }
 
+  /** True while the thread is open and takes writes (false before `open()`, after `close()`, and while a thread that died is not up again). */
+  get up(): boolean {
+    return this.#stopped === undefined;
+  }
+
   /** Starts the thread and waits until its connection is open; rejects with the open's error. */
   open(): Promise<void> {
     if (this.#worker) return this.#opened!;
@@ -79,25 +104,47 @@ export class SqliteWriter {
     worker.unref();
     this.#opened = new Promise((resolve, reject) => {
       const failed = (reason: Error): void => {
-        this.#stop(reason);
-        reject(reason);
+        // A restart that fails leaves the store unavailable (the next write tries again), not broken.
+        const why = this.#crashed && !(reason instanceof ProtoError) ? this.#unavailable(reason.message) : reason;
+        this.#stop(why);
+        reject(why);
+      };
+      const died = (reason: Error): void => {
+        // A thread that was up and not closed: the next write starts a new one.
+        if (!this.#closing && !this.#stopped) this.#crashed = true;
+        failed(this.#closing ? this.#notOpen() : reason);
       };
       worker.on('message', (message: WriterMessage) => {
         if ('ready' in message) {
-          this.#stopped = undefined;
+          if (!this.#closing) {
+            this.#stopped = undefined;
+            this.#crashed = false;
+          }
           resolve();
-        } else if (this.#stopped) failed(errorOf('failed' in message ? message.failed : { message: 'unexpected answer' }));
+        } else if (this.#stopped) failed(this.#errorOf('failed' in message ? message.failed : { message: 'unexpected answer' }));
         else this.#answered(message);
       });
-      worker.on('error', (err) => failed(new Error(`${this.#name}: the writer thread failed: ${err.message}`, { cause: err })));
-      worker.on('exit', () => failed(this.#closing ? this.#notOpen() : new Error(`${this.#name}: the writer thread stopped`)));
+      worker.on('error', (err) => died(this.#unavailable(`the writer thread failed: ${err.message}`)));
+      worker.on('exit', () => {
+        if (this.#worker === worker) this.#worker = undefined;
+        died(this.#unavailable('the writer thread stopped'));
+      });
     });
     return this.#opened;
   }
 
+  /** Ends the thread at once, as a crash would (how tests make it die); the next write starts a new one. */
+  async terminate(): Promise<void> {
+    await this.#worker?.terminate();
+  }
+
   /** Runs the write `name` with `args` in the next batch; resolves with its result once committed. */
   run<K extends WriteName>(name: K, ...args: WriteArgs<K>): Promise<ReturnType<Writes[K]>> {
-    if (this.#stopped) return Promise.reject(this.#stopped);
+    if (this.#stopped) {
+      // A new thread on the same file; this write is refused (the store is down), the next ones run once it is open.
+      if (this.#crashed && !this.#worker) this.open().catch(() => {});
+      return Promise.reject(this.#stopped);
+    }
     return new Promise((resolve, reject) => {
       this.#queue.push({ name, args, resolve: resolve as (value: unknown) => void, reject });
       if (this.#inFlight || this.#scheduled) return;
@@ -120,7 +167,8 @@ export class SqliteWriter {
 
   async #close(): Promise<void> {
     const worker = this.#worker;
-    if (!worker) return;
+    this.#crashed = false;
+    if (!worker) return this.#stop(this.#notOpen());
     if (this.#inFlight || this.#queue.length > 0) await new Promise<void>((resolve) => (this.#onIdle = resolve));
     this.#stop(this.#notOpen());
     worker.postMessage('close');
@@ -148,7 +196,7 @@ export class SqliteWriter {
     this.#inFlight = undefined;
     batch.forEach((pending, i) => {
       const answer = 'answers' in message ? message.answers[i] : { error: message.failed };
-      if ('error' in answer) pending.reject(errorOf(answer.error));
+      if ('error' in answer) pending.reject(this.#errorOf(answer.error));
       else pending.resolve(answer.value);
     });
     if (this.#queue.length > 0) return this.#send();
@@ -171,8 +219,15 @@ export class SqliteWriter {
   #notOpen(): Error {
     return new Error(`${this.#name} is not open`);
   }
-}
 
-function errorOf(data: ErrorData): Error {
-  return Object.assign(new Error(data.message), data.code === undefined ? {} : { code: data.code });
+  /** `STORE_UNAVAILABLE` (503, `Retry-After`): the write was not confirmed, because `why`. */
+  #unavailable(why: string): ProtoError {
+    return new ProtoError('STORE_UNAVAILABLE', `${this.#name} is unavailable (${why}); the write was not confirmed`, undefined, { 'Retry-After': '1' });
+  }
+
+  /** The error of a failed write: `STORE_UNAVAILABLE` for an I/O error of SQLite, else the write's own. */
+  #errorOf(data: ErrorData): Error {
+    if (data.errcode !== undefined && UNAVAILABLE_CODES.has(data.errcode & 0xff)) return this.#unavailable(data.message);
+    return Object.assign(new Error(data.message), data.code === undefined ? {} : { code: data.code });
+  }
 }

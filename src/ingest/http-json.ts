@@ -1,9 +1,12 @@
 /**
  * Outbound GET of a JSON document from a backend (undici), bounded in time and size. Failures are
  * catalogue errors: `BACKEND_TIMEOUT` when the deadline passes, `BACKEND_UNAVAILABLE` otherwise
- * (connection refused, non-2xx status, body too large, not JSON).
+ * (connection refused, non-2xx status, body too large, not JSON). Their messages name the path,
+ * never the backend's address (they reach `/status`); a transport failure is told by its code
+ * (`ECONNREFUSED`…), the failure itself stays on `cause`, as `backend-http.ts` does.
  */
-import { request, type Dispatcher } from 'undici';
+import { errors, request, type Dispatcher } from 'undici';
+import { backendError } from '../backends/backend-http.ts';
 import { ProtoError } from '../errors.ts';
 
 /** Default deadline of one backend request (headers and body), in milliseconds. */
@@ -39,7 +42,7 @@ export async function getJson(url: string, options: GetJsonOptions = {}): Promis
     });
     if (response.statusCode < 200 || response.statusCode > 299) {
       await response.body.dump().catch(() => undefined);
-      throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${redact(url)} answered ${response.statusCode}`, { status: response.statusCode });
+      throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${pathOf(url)} answered ${response.statusCode}`, { status: response.statusCode });
     }
     const text = await readBounded(response.body, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, url);
     return parseJson(text, url);
@@ -56,7 +59,7 @@ export async function readBounded(body: Dispatcher.ResponseData['body'], maxByte
     size += (chunk as Buffer).length;
     if (size > maxBytes) {
       body.destroy();
-      throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${redact(url)}: body larger than ${maxBytes} bytes`);
+      throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${pathOf(url)}: body larger than ${maxBytes} bytes`);
     }
     chunks.push(chunk as Buffer);
   }
@@ -67,7 +70,7 @@ function parseJson(text: string, url: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${redact(url)}: body is not JSON`);
+    throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${pathOf(url)}: body is not JSON`);
   }
 }
 
@@ -75,8 +78,30 @@ function parseJson(text: string, url: string): unknown {
 function outboundError(err: unknown, url: string, timeoutMs: number, deadline: AbortSignal, callerSignal?: AbortSignal): unknown {
   if (callerSignal?.aborted) return callerSignal.reason;
   if (err instanceof ProtoError) return err;
-  if (deadline.aborted) return new ProtoError('BACKEND_TIMEOUT', `GET ${redact(url)}: no answer within ${timeoutMs} ms`);
-  return new ProtoError('BACKEND_UNAVAILABLE', `GET ${redact(url)}: ${(err as Error)?.message ?? String(err)}`);
+  if (deadline.aborted) return new ProtoError('BACKEND_TIMEOUT', `GET ${pathOf(url)}: no answer within ${timeoutMs} ms`);
+  return transportError(err, url);
+}
+
+/** A transport failure of `GET url`: `BACKEND_UNAVAILABLE` naming its code, not the address; the failure on `cause`. */
+export function transportError(err: unknown, url: string): ProtoError {
+  const error = new ProtoError('BACKEND_UNAVAILABLE', `GET ${pathOf(url)}: ${backendError(err).message}`);
+  error.cause = err;
+  return error;
+}
+
+/**
+ * What an ingestor shows of a failure (`/status`): a `ProtoError`'s message (they name no address),
+ * a transport failure's code (`the backend is unavailable (ECONNREFUSED)`), else the message.
+ */
+export function failureMessage(err: unknown): string {
+  if (err instanceof ProtoError) return err.message;
+  if (err instanceof errors.UndiciError || typeof (err as { syscall?: unknown })?.syscall === 'string') return backendError(err).message;
+  return (err as Error)?.message ?? String(err);
+}
+
+/** The path of `url`: what messages name of a backend request (the host and the query stay out). */
+export function pathOf(url: string): string {
+  return new URL(url).pathname;
 }
 
 /** The URL without its query (cursors and keys stay out of logs and error messages). */

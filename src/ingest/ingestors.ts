@@ -21,6 +21,8 @@ import { RecordPoller } from './record-poller.ts';
 
 /** What every ingestor can do. */
 export interface Ingestor {
+  /** The latest failure, without the backend's address (`failureMessage`); undefined once a run succeeds again. */
+  readonly lastError: string | undefined;
   start(): void;
   pause(): void;
   resume(): void;
@@ -63,6 +65,11 @@ export class IngestorSet {
   start(): void {
     this.#started = true;
     for (const [id, ingestors] of this.byBackend) for (const ingestor of ingestors) this.#launch(id, ingestor);
+  }
+
+  /** The latest failure of the ingestors of `backendId` (the first that has one), for `/status`. */
+  lastError(backendId: string): string | undefined {
+    return this.byBackend.get(backendId)?.find((ingestor) => ingestor.lastError !== undefined)?.lastError;
   }
 
   /** Closes every ingestor. Idempotent. */

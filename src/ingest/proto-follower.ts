@@ -23,7 +23,7 @@ import { ProtoError } from '../errors.ts';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { IngestMetrics } from '../metrics/ingest.ts';
 import { checkEventEnvelope } from './envelope.ts';
-import { getJson } from './http-json.ts';
+import { failureMessage, getJson } from './http-json.ts';
 import { PollLoop } from './poll-loop.ts';
 import { openSseStream } from './sse-client.ts';
 import type { SseMessage } from './sse-parser.ts';
@@ -84,6 +84,7 @@ export class ProtoFollower {
   readonly #key: string;
   readonly #logger: Logger;
   readonly #loop: PollLoop;
+  #lastError: string | undefined;
 
   constructor(options: ProtoFollowerOptions) {
     this.#options = options;
@@ -95,6 +96,11 @@ export class ProtoFollower {
       run: (signal) => (options.mode === 'stream' ? this.#followStream(signal) : this.pollOnce(signal).then(() => undefined)),
       onError: (err, retryInMs) => this.#failed(err, retryInMs),
     });
+  }
+
+  /** The latest failure to follow (no address), undefined once a page is read again. */
+  get lastError(): string | undefined {
+    return this.#lastError;
   }
 
   /** Starts following at once. Idempotent. */
@@ -130,6 +136,7 @@ export class ProtoFollower {
     const maxPages = this.#options.maxPagesPerPoll ?? DEFAULT_MAX_PAGES;
     for (let page = 0; page < maxPages; page++) {
       const { next, more } = await this.#readPage(state, signal);
+      this.#lastError = undefined;
       state = next;
       if (!more) return { complete: true, state };
     }
@@ -269,6 +276,7 @@ export class ProtoFollower {
   }
 
   #failed(err: unknown, retryInMs: number): void {
+    this.#lastError = failureMessage(err);
     this.#options.metrics.errors.inc({ backend: this.#options.backendId });
     this.#logger.warn({ err: (err as Error)?.message ?? String(err), retryInMs }, 'following backend events failed');
   }

@@ -10,7 +10,7 @@ import type { Dispatcher } from 'undici';
 import type { LegacyBackendConfig, RecordsConfig } from '../config/types.ts';
 import type { Checkpoint, CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { IngestMetrics } from '../metrics/ingest.ts';
-import { getJson, redact } from './http-json.ts';
+import { failureMessage, getJson, redact } from './http-json.ts';
 import { PollLoop } from './poll-loop.ts';
 import { cursorValueOf, laterCursor } from './record-cursor.ts';
 import { compileRecordMapper, type RecordMapper } from './record-mapper.ts';
@@ -48,6 +48,7 @@ export class RecordPoller {
   readonly #key: string;
   readonly #logger: Logger;
   readonly #loop: PollLoop;
+  #lastError: string | undefined;
 
   /** Compiles the mapping (throws `MappingError` for a field that does not compile). */
   constructor(options: RecordPollerOptions) {
@@ -62,6 +63,11 @@ export class RecordPoller {
       run: (signal) => this.pollOnce(signal),
       onError: (err, retryInMs) => this.#failed(err, retryInMs),
     });
+  }
+
+  /** The latest poll's failure (no address), undefined once a poll succeeds. */
+  get lastError(): string | undefined {
+    return this.#lastError;
   }
 
   /** Starts polling: the first poll at once, then every `records.intervalMs`. Idempotent. */
@@ -99,6 +105,7 @@ export class RecordPoller {
     const checkpoint: Checkpoint | undefined = cursor !== since && cursor !== undefined ? { key: this.#key, value: cursor } : undefined;
     await this.#store(events, checkpoint);
     metrics.markRead(backend.id);
+    this.#lastError = undefined;
   }
 
   /** `{url}{path}` joined with one `/`, with the cursor parameter when a checkpoint exists. */
@@ -138,6 +145,7 @@ export class RecordPoller {
   }
 
   #failed(err: unknown, retryInMs: number): void {
+    this.#lastError = failureMessage(err);
     this.#options.metrics.errors.inc({ backend: this.#options.backend.id });
     const { backend, records } = this.#options;
     this.#logger.warn({ err: (err as Error)?.message ?? String(err), url: redact(`${backend.url}${records.path}`), retryInMs }, 'records poll failed');

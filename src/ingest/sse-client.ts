@@ -6,7 +6,7 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { ProtoError } from '../errors.ts';
-import { redact } from './http-json.ts';
+import { pathOf, transportError } from './http-json.ts';
 import { SseParser, type SseMessage } from './sse-parser.ts';
 
 /** Options of `openSseStream`. */
@@ -46,12 +46,12 @@ export async function openSseStream(url: string, options: SseStreamOptions = {})
     dispatcher: options.dispatcher,
   }).catch((err: unknown) => {
     if (options.signal?.aborted) throw options.signal.reason;
-    throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${redact(url)}: ${(err as Error)?.message ?? String(err)}`);
+    throw transportError(err, url);
   });
   const contentType = String(response.headers['content-type'] ?? '');
   if (response.statusCode !== 200 || !contentType.toLowerCase().startsWith('text/event-stream')) {
     await response.body.dump().catch(() => undefined);
-    throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${redact(url)} answered ${response.statusCode} ${contentType}`, { status: response.statusCode });
+    throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${pathOf(url)} answered ${response.statusCode} ${contentType}`, { status: response.statusCode });
   }
   const parser = new SseParser({ maxLength: options.maxLength });
   return {

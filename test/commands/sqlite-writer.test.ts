@@ -1,27 +1,30 @@
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { entryValues, recordValues } from '../../src/commands/sqlite-command-sql.ts';
 import { SqliteCommandStore } from '../../src/commands/sqlite-store.ts';
 import { SqliteWriter } from '../../src/commands/sqlite-writer.ts';
-import { tempDir } from '../support/gateway.ts';
+import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, tempDir } from '../support/gateway.ts';
 import { outboxEntry, record } from './store-contract.ts';
+import { FAST_DISPATCH, ordersBackend, placeOrder, post, scriptedBackend, sendJson } from './support.ts';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 const opened: Array<{ close(): Promise<void> }> = [];
 
 afterEach(async () => {
   for (const thing of opened.splice(0)) await thing.close();
+  await closeAll();
 });
 
-/** A store and a second writer thread on one fresh file (the writer runs crafted writes). */
-async function storeAndWriter(): Promise<{ store: SqliteCommandStore; writer: SqliteWriter }> {
+/** A store and a second writer thread (waiting `busyTimeoutMs` for a lock) on one fresh file (the writer runs crafted writes). */
+async function storeAndWriter(busyTimeoutMs = 5_000): Promise<{ path: string; store: SqliteCommandStore; writer: SqliteWriter }> {
   const path = join(tempDir(), 'gateway.db');
   const store = new SqliteCommandStore(path);
   await store.open();
-  const writer = new SqliteWriter('test writer', { path, busyTimeoutMs: 5_000 });
+  const writer = new SqliteWriter('test writer', { path, busyTimeoutMs });
   await writer.open();
   opened.push(writer, store);
-  return { store, writer };
+  return { path, store, writer };
 }
 
 describe('SqliteWriter (the command store writer thread)', () => {
@@ -58,5 +61,40 @@ describe('SqliteWriter (the command store writer thread)', () => {
     await store.open();
     await store.close();
     await expect(store.accept(record('a'), outboxEntry('a'), NOW)).rejects.toThrow('SqliteCommandStore is not open');
+  });
+
+  it('refuses a write with STORE_UNAVAILABLE when SQLite cannot write (still locked after the busy timeout), and writes again once it can', async () => {
+    const { path, writer } = await storeAndWriter(50);
+    const other = new DatabaseSync(path);
+    other.exec('BEGIN IMMEDIATE');
+    await expect(writer.run('enqueue', entryValues(outboxEntry('a')))).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE', headers: { 'Retry-After': '1' }, message: expect.stringMatching(/database is locked/),
+    });
+    other.exec('COMMIT');
+    other.close();
+    expect(await writer.run('enqueue', entryValues(outboxEntry('a')))).toBeGreaterThan(0);
+  });
+
+  it('refuses with 503 STORE_UNAVAILABLE and reports storage not ready while the thread is dead, then restarts it on the next write', async () => {
+    const orders = await scriptedBackend((_req, res) => sendJson(res, 201, { ok: true }));
+    const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\nbackends:\n${ordersBackend(orders.url)}`, `storage: { driver: sqlite, path: ${join(tempDir(), 'gateway.db')} }`));
+    const writer = (gw.commandStore as SqliteCommandStore).writer;
+    expect((await post(`${gw.url}commands`, placeOrder())).status).toBe(201);
+    await eventually(() => orders.received.length === 1);
+
+    await writer.terminate();
+    const readyz = await getJson(`${gw.url}readyz`);
+    expect(readyz.status).toBe(503);
+    expect(readyz.body.error.details.pending).toEqual(['storage']);
+    const refused = await post(`${gw.url}commands`, placeOrder());
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('STORE_UNAVAILABLE');
+    expect(refused.headers.get('retry-after')).toBe('1');
+
+    // That write started a new thread on the same file: ready again, commands accepted and delivered.
+    await eventually(async () => (await fetch(`${gw.url}readyz`)).status === 200);
+    expect((await post(`${gw.url}commands`, placeOrder())).status).toBe(201);
+    await eventually(() => orders.received.length === 2);
+    expect(await gw.commandStore.depth()).toBe(0);
   });
 });

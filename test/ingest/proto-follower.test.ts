@@ -205,6 +205,19 @@ describe('ProtoFollower, poll mode', () => {
 });
 
 describe('ProtoFollower, stream mode', () => {
+  it('remembers its latest failure without the backend address, and forgets it once it reads again', async () => {
+    backend = await startBackend({ cursors: true });
+    backend.streamsOpen = false;
+    log = await openLog();
+    const streaming = follower(backend.server.url, { mode: 'stream' });
+    expect(streaming.lastError).toBeUndefined();
+    streaming.start();
+    await waitFor(() => streaming.lastError !== undefined);
+    expect(streaming.lastError).toBe('GET /events/stream answered 503 application/json');
+    backend.streamsOpen = true;
+    await waitFor(() => streaming.lastError === undefined);
+  });
+
   it('reads events from SSE and catches up by polling what a dropped stream missed', async () => {
     backend = await startBackend({ cursors: true });
     log = await openLog();

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAll, eventually, gatewayYaml, getJson, startTestGateway } from '../support/gateway.ts';
+import { closeAll, eventually, freePort, gatewayYaml, getJson, startTestGateway } from '../support/gateway.ts';
 import { appendEvents, startReceiver, subscribe, tableResolver, webhooksYaml } from '../bridges/webhooks/support.ts';
-import { exampleBackends, FAST_DISPATCH, ordersBackend, placeOrder, post, protoBackend } from '../commands/support.ts';
+import { exampleBackends, FAST_DISPATCH, ordersBackend, placeOrder, post, protoBackend, scriptedBackend, sendJson } from '../commands/support.ts';
 
 afterEach(closeAll);
 
@@ -52,9 +52,34 @@ describe('GET /status', () => {
   it('reports an unreachable proto backend as error with its last error, and needs read', async () => {
     const gw = await startTestGateway(gatewayYaml(`${auth}\nbackends:\n${protoBackend('http://127.0.0.1:9', 'ghost')}`));
     const { body } = await getJson(`${gw.url}status`, { headers: ops });
-    expect(body.backends).toMatchObject([{ id: 'ghost', kind: 'proto', status: 'error', lastError: expect.stringMatching(/.+/) }]);
+    expect(body.backends).toMatchObject([{ id: 'ghost', kind: 'proto', status: 'error', lastError: 'the backend is unavailable (ECONNREFUSED)' }]);
     expect((await getJson(`${gw.url}status`)).status).toBe(401);
     expect((await getJson(`${gw.url}status`, { headers: { 'X-Api-Key': 'write-key' } })).status).toBe(403);
+  });
+
+  it("shows a legacy backend's failed record polls as its last error, without its address, until a poll succeeds", async () => {
+    const port = await freePort();
+    const stock = `  - id: stock
+    kind: legacy
+    url: http://127.0.0.1:${port}
+    records:
+      - path: /stock
+        interval: 50ms
+        types: [StockChangedV1]
+        items: "items"
+        event: { type: StockChangedV1, id: "{sku}" }
+`;
+    const gw = await startTestGateway(gatewayYaml(`${auth}\nbackends:\n${stock}`));
+    const lastError = async () => (await getJson(`${gw.url}status`, { headers: ops })).body.backends[0].lastError as string | null;
+
+    const failed = await eventually(lastError);
+    expect(failed).toBe('GET /stock: the backend is unavailable (ECONNREFUSED)');
+    expect(failed).not.toMatch(/127\.0\.0\.1|localhost/);
+    expect(failed).not.toContain(String(port));
+
+    // The backend comes up on that address: the next poll succeeds and clears the error.
+    await scriptedBackend((_req, res) => sendJson(res, 200, { items: [] }), port);
+    await eventually(async () => (await lastError()) === null);
   });
 
   it('counts webhook deliveries by status and the deliveries that ended', async () => {

@@ -1,6 +1,6 @@
 /**
  * `GET /status` (scope `read`): what an operator's page shows at a glance, as JSON: each service's
- * status, circuit, ingest lag, outbox depth and last error; the webhook queue by status; and
+ * status, circuit, ingest lag, outbox depth and last error (manifest read or ingestion); the webhook queue by status; and
  * cumulative counters (commands accepted, events appended, webhook deliveries ended, HTTP requests)
  * with the latency histogram of `POST /commands`, so a client that polls it derives rates and a
  * p99 from the differences. Every number comes from the same place as `/metrics`: the Prometheus
@@ -17,6 +17,8 @@ export interface StatusOptions {
   registry: Registry;
   services: ServiceRegistry;
   backends: BackendDirectory;
+  /** The latest failure of the ingestors of `backend` (no address), undefined when their last run succeeded. */
+  ingestError(backend: string): string | undefined;
   /** The number of accepted commands of `backend` not yet delivered. */
   outboxDepth(backend: string): Promise<number>;
   version: string;
@@ -57,7 +59,8 @@ export async function readStatus(options: StatusOptions): Promise<Record<string,
       circuit: backend ? { state: backend.circuit.state } : null,
       ingest: { lagSeconds: lag.get(descriptor.id) ?? null },
       outbox: { depth: await options.outboxDepth(descriptor.id) },
-      lastError: (backend?.kind === 'proto' ? backend.lastError : undefined) ?? null,
+      // The manifest's failure first (a proto backend whose manifest cannot be read), then ingestion's.
+      lastError: (backend?.kind === 'proto' ? backend.lastError : undefined) ?? options.ingestError(descriptor.id) ?? null,
     };
   }));
   const deliveries = zeroCounts();
