@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisCommandStore } from '../../src/commands/redis-store.ts';
 import { ProtoError } from '../../src/errors.ts';
-import { deletePrefix, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
+import { deletePrefix, onRedisWithAof, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
 import { commandStoreContract, idempotencyContract, outboxContract, outboxEntry, record } from './store-contract.ts';
 
 /** After every fixture entry's due time (they are due in 2030). */
@@ -29,17 +29,11 @@ idempotencyContract('redis', shared);
 outboxContract('redis', shared);
 commandStoreContract('redis', shared);
 
-describe('on a Redis with appendonly yes, appendfsync always', () => {
-  let server: PrivateRedis;
-  beforeAll(async () => {
-    server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
-  }, 30_000);
-  afterAll(async () => {
-    await server.dispose();
-  });
-  const aof = () => new TestRedisCommandStore(server.url);
+onRedisWithAof((aofServer) => {
+  const aof = () => new TestRedisCommandStore(aofServer().url);
 
   it('keeps an accepted command across a kill -9 of Redis (what a 201 means with appendfsync always)', async () => {
+    const server = aofServer();
     const prefix = randomPrefix();
     const store = new RedisCommandStore({ url: server.url, prefix });
     await store.open();

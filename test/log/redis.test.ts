@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisEventLog } from '../../src/log/redis.ts';
 import type { StoredEvent } from '../../src/log/EventLog.ts';
-import { deletePrefix, deletingPrefixOnClose, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
+import { deletePrefix, deletingPrefixOnClose, onRedisWithAof, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
 import { eventLogContract } from './contract.ts';
 import { cloudEvent } from './fixtures/cloud-event.ts';
 
@@ -13,16 +13,7 @@ function testLog(url: string): RedisEventLog {
 
 eventLogContract('redis', () => testLog(SHARED_REDIS_URL));
 
-describe('on a Redis with appendonly yes, appendfsync always', () => {
-  let server: PrivateRedis;
-  beforeAll(async () => {
-    server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
-  }, 30_000);
-  afterAll(async () => {
-    await server?.dispose();
-  });
-  eventLogContract('redis (appendfsync always)', () => testLog(server.url));
-});
+onRedisWithAof((server) => eventLogContract('redis (appendfsync always)', () => testLog(server().url)));
 
 /** Resolves once `check` holds, polling. */
 async function until(check: () => boolean, timeoutMs = 20_000): Promise<void> {

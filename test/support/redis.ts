@@ -11,6 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe } from 'vitest';
 
 /** The shared test Redis. */
 export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379/0';
@@ -166,4 +167,25 @@ export function deletingPrefixOnClose<T extends { close(): Promise<void> }>(stor
     await deletePrefix(url, prefix);
   };
   return store;
+}
+
+/**
+ * A `describe` block whose tests run on a Redis of their own started with `--appendonly yes
+ * --appendfsync always` (what makes a 201 survive a Redis crash): `define` gets the server (started
+ * before the block's tests, disposed after them).
+ */
+export function onRedisWithAof(define: (server: () => PrivateRedis) => void): void {
+  describe('on a Redis with appendonly yes, appendfsync always', () => {
+    let server: PrivateRedis | undefined;
+    beforeAll(async () => {
+      server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
+    }, 30_000);
+    afterAll(async () => {
+      await server?.dispose();
+    });
+    define(() => {
+      if (!server) throw new Error('the Redis with AOF is not started');
+      return server;
+    });
+  });
 }

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery-queue.ts';
-import { deletingPrefixOnClose, PrivateRedis, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { deletingPrefixOnClose, onRedisWithAof, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { deliveryQueueContract, newDelivery } from './delivery-queue-contract.ts';
 
 /** The RedisDeliveryQueue under test on `prefix` (a fresh one by default); closing it also deletes its keys. */
@@ -11,16 +11,7 @@ function testStore(prefix = randomPrefix()): RedisDeliveryQueue {
 
 deliveryQueueContract('redis', () => testStore());
 
-describe('on a Redis with appendonly yes, appendfsync always', () => {
-  let server: PrivateRedis;
-  beforeAll(async () => {
-    server = await PrivateRedis.start(['--appendonly', 'yes', '--appendfsync', 'always']);
-  }, 30_000);
-  afterAll(async () => {
-    await server.dispose();
-  });
-  deliveryQueueContract('redis (appendfsync always)', () => new RedisDeliveryQueue({ url: server.url, prefix: randomPrefix() }));
-});
+onRedisWithAof((server) => deliveryQueueContract('redis (appendfsync always)', () => new RedisDeliveryQueue({ url: server().url, prefix: randomPrefix() })));
 
 describe('RedisDeliveryQueue across replicas', () => {
   it('of two replicas claiming at once, never both get one delivery, and together they hold at most 4 per subscription', async () => {
