@@ -55,7 +55,7 @@ export interface CommandPath {
 export async function createCommandPath(options: CommandPathOptions): Promise<CommandPath> {
   const { config, backends, logger } = options;
   const metrics = commandMetrics(options.registry);
-  const store = await openCommandStore(config.storage);
+  const store = await openCommandStore(config.storage, logger);
   const rateLimit = await openRateLimit(config.storage, config.commands.rateLimit).catch(async (err: unknown) => {
     await store.close();
     throw err;

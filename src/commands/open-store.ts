@@ -3,6 +3,7 @@
  * event log's file), `memory`, or `redis` (shared by every replica on `storage.url` and `prefix`);
  * and where the rate limit's buckets live: in Redis under `redis` (shared), else in process memory.
  */
+import type { Logger } from 'pino';
 import type { CommandsConfig, StorageConfig } from '../config/types.ts';
 import { redisStoreOptions } from '../storage/redis.ts';
 import type { CommandStore } from './CommandStore.ts';
@@ -12,9 +13,12 @@ import { RedisRateLimiter } from './redis-rate-limit.ts';
 import { RedisCommandStore } from './redis-store.ts';
 import { SqliteCommandStore } from './sqlite-store.ts';
 
-/** Creates and opens the configured command store. */
-export async function openCommandStore(storage: StorageConfig): Promise<CommandStore> {
-  const store = storage.driver === 'redis' ? redisStore(storage) : storage.driver === 'memory' ? new MemoryCommandStore() : new SqliteCommandStore(storage.path);
+/** Creates and opens the configured command store; `logger` hears of the SQLite writer thread's deaths and restarts. */
+export async function openCommandStore(storage: StorageConfig, logger?: Logger): Promise<CommandStore> {
+  const store = storage.driver === 'redis' ? redisStore(storage) : storage.driver === 'memory' ? new MemoryCommandStore() : new SqliteCommandStore(storage.path, logger && {
+    down: (err) => logger.error({ err }, 'the SQLite writer thread stopped; commands are refused with 503 until the next write restarts it'),
+    up: () => logger.warn('the SQLite writer thread is up again; commands are accepted'),
+  });
   await store.open();
   return store;
 }

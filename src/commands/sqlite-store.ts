@@ -15,7 +15,7 @@ import { SqliteHandle } from '../storage/sqlite.ts';
 import {
   addClaimedColumn, claimedEntriesOf, entriesOf, entryValues, liveRecord, prepareStatements, recordValues, SCHEMA, type Statements,
 } from './sqlite-command-sql.ts';
-import { SqliteWriter } from './sqlite-writer.ts';
+import { SqliteWriter, type WriterHealth } from './sqlite-writer.ts';
 
 /** How long a statement waits for the other connection's lock, in ms. */
 const BUSY_TIMEOUT_MS = 5_000;
@@ -26,15 +26,18 @@ export class SqliteCommandStore implements CommandStore {
   /** The writer thread: `up` says whether the store takes writes (`/readyz`). */
   readonly writer: SqliteWriter;
 
-  /** @param path the database file (its directory is created), usually `storage.path`. */
-  constructor(path: string) {
+  /**
+   * @param path the database file (its directory is created), usually `storage.path`.
+   * @param health told when the writer thread dies and when a restarted one is up.
+   */
+  constructor(path: string, health?: WriterHealth) {
     this.#sqlite = new SqliteHandle('SqliteCommandStore', path, {
       schema: SCHEMA,
       prepare: prepareStatements,
       busyTimeoutMs: BUSY_TIMEOUT_MS,
       migrate: addClaimedColumn,
     });
-    this.writer = new SqliteWriter('SqliteCommandStore', { path, busyTimeoutMs: BUSY_TIMEOUT_MS });
+    this.writer = new SqliteWriter('SqliteCommandStore', { path, busyTimeoutMs: BUSY_TIMEOUT_MS }, health);
   }
 
   async open(): Promise<void> {

@@ -62,10 +62,17 @@ interface Pending {
   reject(err: Error): void;
 }
 
+/** Told when the thread dies and when a new one is up (the gateway logs both). */
+export interface WriterHealth {
+  down(reason: Error): void;
+  up(): void;
+}
+
 /** The writer thread of one store file, seen from the event loop. */
 export class SqliteWriter {
   readonly #name: string;
   readonly #data: WriterData;
+  readonly #health: WriterHealth | undefined;
   #worker: Worker | undefined;
   #queue: Pending[] = [];
   #inFlight: Pending[] | undefined;
@@ -82,10 +89,12 @@ export class SqliteWriter {
   /**
    * @param name how errors name the store (`${name} is not open`).
    * @param data the store file and its busy timeout.
+   * @param health told when the thread dies and when a restarted one is up.
    */
-  constructor(name: string, data: WriterData) {
+  constructor(name: string, data: WriterData, health?: WriterHealth) {
     this.#name = name;
     this.#data = data;
+    this.#health = health;
     this.#stopped = this.#notOpen();
   }
 
@@ -111,13 +120,17 @@ export class SqliteWriter {
       };
       const died = (reason: Error): void => {
         // A thread that was up and not closed: the next write starts a new one.
-        if (!this.#closing && !this.#stopped) this.#crashed = true;
+        if (!this.#closing && !this.#stopped) {
+          this.#crashed = true;
+          this.#health?.down(reason);
+        }
         failed(this.#closing ? this.#notOpen() : reason);
       };
       worker.on('message', (message: WriterMessage) => {
         if ('ready' in message) {
           if (!this.#closing) {
             this.#stopped = undefined;
+            if (this.#crashed) this.#health?.up();
             this.#crashed = false;
           }
           resolve();

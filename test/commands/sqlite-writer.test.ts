@@ -75,6 +75,18 @@ describe('SqliteWriter (the command store writer thread)', () => {
     expect(await writer.run('enqueue', entryValues(outboxEntry('a')))).toBeGreaterThan(0);
   });
 
+  it('tells its health hook once when the thread dies and once when the next write has started a new one', async () => {
+    const heard: string[] = [];
+    const store = new SqliteCommandStore(join(tempDir(), 'gateway.db'), { down: (err) => heard.push(`down: ${err.message}`), up: () => heard.push('up') });
+    await store.open();
+    opened.push(store);
+    await store.writer.terminate();
+    await expect(store.complete(1)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    await eventually(() => store.writer.up);
+    await store.complete(1);
+    expect(heard).toEqual([expect.stringMatching(/^down: .*writer thread stopped/), 'up']);
+  });
+
   it('refuses with 503 STORE_UNAVAILABLE and reports storage not ready while the thread is dead, then restarts it on the next write', async () => {
     const orders = await scriptedBackend((_req, res) => sendJson(res, 201, { ok: true }));
     const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\nbackends:\n${ordersBackend(orders.url)}`, `storage: { driver: sqlite, path: ${join(tempDir(), 'gateway.db')} }`));
