@@ -60,6 +60,9 @@ function errorData(err: unknown): { message: string; code?: string } {
 
 try {
   handle.open();
+  // Each write's savepoint keeps a statement journal (the pages it changed, to undo it alone). With
+  // temp files SQLite creates, writes and unlinks one for every transaction; in memory it is a buffer.
+  handle.db.exec('PRAGMA temp_store = MEMORY');
   port.postMessage({ ready: true } satisfies WriterMessage);
 } catch (err) {
   port.postMessage({ failed: errorData(err) } satisfies WriterMessage);
