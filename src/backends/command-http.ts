@@ -106,18 +106,30 @@ export function answerMessage(exchange: CommandExchange): string {
   return typeof message === 'string' && message !== '' ? message.slice(0, 1000) : `the backend answered ${exchange.status}`;
 }
 
-async function readAnswer(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) {
-      body.destroy();
-      break;
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * The answer's text, cut at `MAX_ANSWER_BYTES` (the rest is not read). Listens for the body's
+ * events rather than iterating it: no async iterator and end-of-stream watcher per delivery.
+ */
+function readAnswer(body: Dispatcher.ResponseData['body']): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err: Error | undefined): void => {
+      body.off('data', onData).off('end', onEnd).off('error', settle).off('close', onClose);
+      if (err) reject(err);
+      else resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= MAX_ANSWER_BYTES) return void chunks.push(chunk);
+      settle(undefined);
+      // Destroying a body not read to its end makes undici emit an abort error: nobody waits for it.
+      body.on('error', () => {}).destroy();
+    };
+    const onEnd = (): void => settle(undefined);
+    const onClose = (): void => settle(new Error('the answer ended early'));
+    body.on('data', onData).on('end', onEnd).on('error', settle).on('close', onClose);
+  });
 }
 
 function parseBody(text: string): unknown {

@@ -161,6 +161,12 @@ export type WriteName = keyof Writes;
  */
 export const RELAXED_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['claimDue', 'reschedule', 'complete', 'purgeExpired']);
 
+/**
+ * Writes that are one SQL statement: SQLite undoes a failing statement alone (the transaction goes
+ * on), so the writer thread runs these without a savepoint of their own (`complete` is most writes).
+ */
+export const SINGLE_STATEMENT_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['complete', 'reschedule', 'purgeExpired', 'enqueue']);
+
 /** The live record of `id` at `nowMs`, or undefined. */
 export function liveRecord(sql: Statements, id: string, nowMs: number): IdempotencyRecord | undefined {
   const row = sql.findRecord.get(id, nowMs) as unknown as RecordRow | undefined;

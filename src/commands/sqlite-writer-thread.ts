@@ -2,13 +2,14 @@
  * The writer thread of the SQLite `CommandStore` (started by `SqliteWriter`, `sqlite-writer.ts`):
  * its own connection on the store's file, running each batch of writes it is sent in ONE
  * transaction, each write in a savepoint of its own (a write that throws is undone alone and
- * answered with its error; the others commit). The commit is `synchronous=FULL` unless every write
+ * answered with its error; the others commit), except a write of one statement, which SQLite undoes
+ * alone without one (`SINGLE_STATEMENT_WRITES`). The commit is `synchronous=FULL` unless every write
  * of the batch is in `RELAXED_WRITES`. Its fsync happens here, off the gateway's event loop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import { SqliteHandle } from '../storage/sqlite.ts';
-import { prepareStatements, RELAXED_WRITES, SCHEMA, WRITES, type WriteName } from './sqlite-command-sql.ts';
+import { prepareStatements, RELAXED_WRITES, SCHEMA, SINGLE_STATEMENT_WRITES, WRITES, type WriteName } from './sqlite-command-sql.ts';
 import type { WriteAnswer, WriteBatch, WriterData, WriterMessage } from './sqlite-writer.ts';
 
 const { path, busyTimeoutMs } = workerData as WriterData;
@@ -40,9 +41,19 @@ function runBatch(batch: WriteBatch): WriterMessage {
 }
 
 function runWrite(statements: ReturnType<typeof prepare>, name: WriteName, args: unknown[]): WriteAnswer {
+  const write = WRITES[name] as (...all: unknown[]) => unknown;
+  if (SINGLE_STATEMENT_WRITES.has(name)) {
+    try {
+      return { value: write(statements.sql, ...args) };
+    } catch (err) {
+      // SQLite undid the statement; when it ended the whole transaction (I/O error) the batch fails.
+      if (!handle.db.isTransaction) throw err;
+      return { error: errorData(err) };
+    }
+  }
   statements.savepoint.run();
   try {
-    const value = (WRITES[name] as (...all: unknown[]) => unknown)(statements.sql, ...args);
+    const value = write(statements.sql, ...args);
     statements.release.run();
     return { value };
   } catch (err) {
@@ -64,6 +75,9 @@ function errorData(err: unknown): { message: string; code?: string; errcode?: nu
 
 try {
   handle.open();
+  // Each write's savepoint keeps a statement journal (the pages it changed, to undo it alone). With
+  // temp files SQLite creates, writes and unlinks one for every transaction; in memory it is a buffer.
+  handle.db.exec('PRAGMA temp_store = MEMORY');
   port.postMessage({ ready: true } satisfies WriterMessage);
 } catch (err) {
   port.postMessage({ failed: errorData(err) } satisfies WriterMessage);

@@ -12,6 +12,13 @@ describe('fingerprint', () => {
     expect(commandFingerprint(base)).not.toBe(commandFingerprint({ ...base, data: { a: 1, b: 3 } }));
     expect(commandFingerprint(base)).not.toBe(commandFingerprint({ ...base, source: 'other' }));
   });
+
+  it('is the value stored records hold: sha256 as base64url of the canonical JSON, undefined members left out as JSON does', () => {
+    // Computed by the first implementation: an idempotency record stored before a change must keep matching its repeats.
+    expect(commandFingerprint({ type: 'T', source: 's', dataschema: 't/1', data: { b: [1, { y: 'é', x: null }], a: 'x', u: undefined } }))
+      .toBe('ydQaM1uFhli4AKYUIr4amoUEhaUBpgTumuXgyAcE-5E');
+    expect(canonicalJson([1, undefined, { b: undefined, a: [undefined, 'q"'] }])).toBe('[1,null,{"a":[null,"q\\""]}]');
+  });
 });
 
 describe('retry schedule', () => {

@@ -45,6 +45,23 @@ describe('SqliteWriter (the command store writer thread)', () => {
     expect((await store.due('orders', NOW, 10)).map((entry) => entry.id)).toEqual(['b']);
   });
 
+  it('undoes a failing write of one statement alone (run without a savepoint): the writes before and after it in the batch commit', async () => {
+    const { store, writer } = await storeAndWriter();
+    const broken = entryValues(outboxEntry('b'));
+    broken[1] = null as unknown as string; // backend is NOT NULL
+    // Asked for in one turn: one batch, one transaction.
+    const [first, refused, last] = await Promise.allSettled([
+      writer.run('enqueue', entryValues(outboxEntry('a'))),
+      writer.run('enqueue', broken),
+      writer.run('accept', recordValues(record('c')), entryValues(outboxEntry('c')), NOW),
+    ]);
+    expect(first.status).toBe('fulfilled');
+    expect(String((refused as PromiseRejectedResult).reason?.message)).toMatch(/NOT NULL/);
+    expect(last).toEqual({ status: 'fulfilled', value: undefined });
+    expect((await store.due('orders', NOW, 10)).map((entry) => entry.id)).toEqual(['a', 'c']);
+    expect(await store.find('c', NOW)).toEqual(record('c'));
+  });
+
   it('lets the writes already asked for commit on close, then refuses new ones', async () => {
     const { store, writer } = await storeAndWriter();
     const pending = writer.run('enqueue', entryValues(outboxEntry('a')));
