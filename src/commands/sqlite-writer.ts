@@ -110,7 +110,8 @@ export class SqliteWriter {
     this.#worker = worker;
     this.#closing = undefined;
     this.#exited = new Promise((resolve) => worker.once('exit', () => resolve()));
-    worker.unref();
+    // Keeps the process alive while the thread opens (a caller awaiting `open()` may hold nothing else).
+    worker.ref();
     this.#opened = new Promise((resolve, reject) => {
       const failed = (reason: Error): void => {
         // A restart that fails leaves the store unavailable (the next write tries again), not broken.
@@ -128,6 +129,8 @@ export class SqliteWriter {
       };
       worker.on('message', (message: WriterMessage) => {
         if ('ready' in message) {
+          // Open: the thread keeps the process alive only while writes are in flight.
+          if (!this.#inFlight) worker.unref();
           if (!this.#closing) {
             this.#stopped = undefined;
             if (this.#crashed) this.#health?.up();
@@ -184,6 +187,8 @@ export class SqliteWriter {
     if (!worker) return this.#stop(this.#notOpen());
     if (this.#inFlight || this.#queue.length > 0) await new Promise<void>((resolve) => (this.#onIdle = resolve));
     this.#stop(this.#notOpen());
+    // Alive until the thread has closed its connection (a caller awaiting `close()` may hold nothing else).
+    worker.ref();
     worker.postMessage('close');
     await this.#exited;
     this.#worker = undefined;

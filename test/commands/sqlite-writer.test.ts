@@ -1,4 +1,7 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { entryValues, recordValues } from '../../src/commands/sqlite-command-sql.ts';
@@ -90,6 +93,21 @@ describe('SqliteWriter (the command store writer thread)', () => {
     other.exec('COMMIT');
     other.close();
     expect(await writer.run('enqueue', entryValues(outboxEntry('a')))).toBeGreaterThan(0);
+  });
+
+  it('keeps a process that holds nothing else alive while it opens, writes and closes (a script awaiting the store at top level)', () => {
+    const dir = tempDir();
+    const script = join(dir, 'script.ts');
+    writeFileSync(script, `
+      import { SqliteCommandStore } from ${JSON.stringify(fileURLToPath(new URL('../../src/commands/sqlite-store.ts', import.meta.url)))};
+      const store = new SqliteCommandStore(${JSON.stringify(join(dir, 'gateway.db'))});
+      await store.open();
+      await store.complete(1);
+      await store.close();
+      console.log('done');
+    `);
+    const run = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', script], { encoding: 'utf8', timeout: 30_000 });
+    expect({ status: run.status, stdout: run.stdout.trim() }).toEqual({ status: 0, stdout: 'done' });
   });
 
   it('tells its health hook once when the thread dies and once when the next write has started a new one', async () => {
