@@ -28,6 +28,7 @@ import type { CommandStore, NewOutboxEntry } from '../src/commands/CommandStore.
 import { RedisCommandStore } from '../src/commands/redis-store.ts';
 import { SqliteCommandStore } from '../src/commands/sqlite-store.ts';
 import { parseConfig } from '../src/config/load.ts';
+import { deletePrefix } from './support/redis.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const ACCEPTS = sized(20_000, 3_000);
@@ -91,17 +92,6 @@ async function startAofRedis(): Promise<{ url: string; stop(): Promise<void> }> 
       child.kill('SIGTERM');
     }),
   };
-}
-
-async function deletePrefix(url: string, prefix: string): Promise<void> {
-  const client = new Redis(url);
-  let cursor = '0';
-  do {
-    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    if (keys.length > 0) await client.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
-  client.disconnect();
 }
 
 async function measure(open: () => Promise<CommandStore[]>, close: (stores: CommandStore[]) => Promise<void>): Promise<number> {

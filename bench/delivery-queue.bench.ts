@@ -11,10 +11,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import type { DeliveryQueue, NewDelivery } from '../src/bridges/webhooks/DeliveryQueue.ts';
 import { RedisDeliveryQueue } from '../src/bridges/webhooks/redis-delivery-queue.ts';
 import { SqliteDeliveryQueue } from '../src/bridges/webhooks/sqlite-delivery-queue.ts';
+import { deletePrefix } from './support/redis.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const BACKLOG = sized(100_000, 20_000);
@@ -91,16 +91,7 @@ async function main(): Promise<void> {
     report.write({ backlog: BACKLOG, subscriptions: SUBSCRIPTIONS, rounds: ROUNDS });
   } finally {
     rmSync(dir, { recursive: true, force: true });
-    const redis = new Redis(REDIS_URL);
-    for (const prefix of prefixes.filter((p) => p.startsWith('bench:'))) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        if (keys.length > 0) await redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    }
-    redis.disconnect();
+    for (const prefix of prefixes.filter((p) => p.startsWith('bench:'))) await deletePrefix(REDIS_URL, prefix);
   }
 }
 

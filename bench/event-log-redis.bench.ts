@@ -18,7 +18,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
 import pino from 'pino';
 import { startPaymentsService } from '../examples/payments-service.ts';
 import { startGateway, type Gateway } from '../src/app.ts';
@@ -26,6 +25,7 @@ import { parseConfig } from '../src/config/load.ts';
 import type { EventLog, NewEvent } from '../src/log/EventLog.ts';
 import { RedisEventLog } from '../src/log/redis.ts';
 import { SqliteEventLog } from '../src/log/sqlite.ts';
+import { deletePrefix } from './support/redis.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const PAGES = sized(3_000, 400);
@@ -58,17 +58,6 @@ async function ingestRate(logs: EventLog[], pages: number): Promise<number> {
   return (pages * PAGE) / ((performance.now() - started) / 1000);
 }
 
-async function deletePrefix(prefix: string): Promise<void> {
-  const client = new Redis(SHARED);
-  let cursor = '0';
-  do {
-    const [nextCursor, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    if (keys.length > 0) await client.del(...keys);
-    cursor = nextCursor;
-  } while (cursor !== '0');
-  client.disconnect();
-}
-
 const report = new BenchReport('event-log-redis');
 const dir = mkdtempSync(join(tmpdir(), 'pgw-bench-log-'));
 const sqliteLog = new SqliteEventLog(join(dir, 'gateway.db'));
@@ -96,7 +85,7 @@ async function onRedis(replicas: number): Promise<{ rate: number; fanout: number
     return { rate, fanout: (PAGES * PAGE) / ((performance.now() - started) / 1000) };
   } finally {
     for (const log of logs) await log.close();
-    await deletePrefix(prefix);
+    await deletePrefix(SHARED, prefix);
   }
 }
 
@@ -137,7 +126,7 @@ const ingestOn = async (replicas: number) => {
   try {
     return await gatewayIngestRate(`storage: { driver: redis, url: "${SHARED}", prefix: "${prefix}" }`, replicas);
   } finally {
-    await deletePrefix(prefix);
+    await deletePrefix(SHARED, prefix);
   }
 };
 const ingestedBy = (name: string, gateway: number) =>
