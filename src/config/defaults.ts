@@ -135,12 +135,21 @@ function commands(raw: RawMap): CommandsConfig {
   };
 }
 
+/**
+ * The default of a per-principal cap: `preferred`, but never more than half of the matching
+ * global cap, so one caller never takes a whole shared pool (DESIGN.md, Conventions).
+ */
+function perPrincipalDefault(globalMax: number, preferred: number): number {
+  return Math.max(1, Math.min(preferred, Math.floor(globalMax / 2)));
+}
+
 function sse(raw: RawMap): SseConfig {
+  const maxConnections = num(raw.maxConnections, 10_000);
   return {
     keepaliveMs: ms(raw.keepalive, '15s'),
     maxBufferedBytes: parseSize(text(raw.maxBufferedBytes, '1mb')),
-    maxConnections: num(raw.maxConnections, 10_000),
-    maxConnectionsPerPrincipal: num(raw.maxConnectionsPerPrincipal, 1000),
+    maxConnections,
+    maxConnectionsPerPrincipal: num(raw.maxConnectionsPerPrincipal, perPrincipalDefault(maxConnections, 1000)),
     closeOnTerminal: flag(raw.closeOnTerminal, true),
   };
 }
@@ -183,7 +192,13 @@ function a2a(raw: RawMap): GatewayConfig['a2a'] {
 }
 
 function mcp(raw: RawMap): GatewayConfig['mcp'] {
-  return { enabled: flag(raw.enabled, true), maxSessions: num(raw.maxSessions, 1000), idleTimeoutMs: ms(raw.idleTimeout, '30m') };
+  const maxSessions = num(raw.maxSessions, 1000);
+  return {
+    enabled: flag(raw.enabled, true),
+    maxSessions,
+    maxSessionsPerPrincipal: num(raw.maxSessionsPerPrincipal, perPrincipalDefault(maxSessions, maxSessions)),
+    idleTimeoutMs: ms(raw.idleTimeout, '30m'),
+  };
 }
 
 function backendConfig(raw: RawMap, index: number, ctx: Context): BackendConfig {
