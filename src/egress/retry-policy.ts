@@ -4,8 +4,8 @@
  * `410 Gone`, which disables the subscription. A redirect is a failed attempt: it is never followed
  * (PROTOCOL.md 6.3 rule 3: the target would have to be validated again).
  */
-import { parseRetryAfter as parseRetryAfterMs } from '../../retry-after.ts';
-import type { AttemptOutcome } from './DeliveryQueue.ts';
+import { parseRetryAfter as parseRetryAfterMs } from '../retry-after.ts';
+import type { AttemptOutcome } from '../bridges/webhooks/DeliveryQueue.ts';
 
 /** Jitter of a scheduled retry: ±10 % of its delay, so receivers that failed together do not retry together. */
 export const JITTER = 0.1;
