@@ -1,0 +1,25 @@
+/** The `events:` section: page sizes of `GET /events` and the log's retention. */
+import { ms, num } from '../config/defaults.ts';
+import { asMap } from '../config/raw.ts';
+import type { ConfigSection } from '../config/section.ts';
+import type { EventsConfig } from '../config/types.ts';
+
+/** `events:` (pages of 100, at most 1000; retention 10,000,000 events or 30d). */
+export const eventsSection: ConfigSection<'events'> = {
+  key: 'events',
+  check(config, report) {
+    const pageSize = asMap(asMap(config.events).pageSize);
+    if (typeof pageSize.default === 'number' && typeof pageSize.max === 'number' && pageSize.default > pageSize.max) {
+      report(['events', 'pageSize', 'default'], `must not exceed events.pageSize.max (${pageSize.max})`);
+    }
+  },
+  defaults(value): EventsConfig {
+    const raw = asMap(value);
+    const pageSize = asMap(raw.pageSize);
+    const retention = asMap(raw.retention);
+    return {
+      pageSize: { default: num(pageSize.default, 100), max: num(pageSize.max, 1000) },
+      retention: { maxEvents: num(retention.maxEvents, 10_000_000), maxAgeMs: ms(retention.maxAge, '30d') },
+    };
+  },
+};
