@@ -182,7 +182,12 @@ export class GrpcBridge {
             this.#o.metrics.rpc(method, statusName(error.code!));
             callback(error as grpc.ServiceError);
           },
-        );
+        )
+        // Whatever fails while answering ends this call, never the process.
+        .catch((err: unknown) => {
+          this.#o.logger.error({ err, method }, 'grpc answer failed');
+          callback({ code: grpc.status.INTERNAL, details: 'internal error' } as grpc.ServiceError);
+        });
     };
   }
 

@@ -32,3 +32,16 @@ auth: { type: apiKey, keys: [{ id: w, key: w-key, scopes: [read, write] }] }`));
     expect(anonymous?.code).toBe(grpc.status.UNAUTHENTICATED);
   });
 });
+
+describe('gRPC: refusal details with characters outside ASCII (regression: process crash)', () => {
+  it('answers INVALID_ARGUMENT with the details as ASCII-escaped JSON, and keeps serving', async () => {
+    const gw = await startTestGateway(gatewayYaml('grpc: { host: 127.0.0.1, port: 0 }'));
+    const { grpcClient, unary } = await import('../../support/grpc.ts');
+    const client = grpcClient(gw.grpc!.port);
+    const err = await unary(client, 'ListEvents', { from: '🙂', source: '%2e%2e' }).catch((e: grpc.ServiceError) => e);
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const details = err.metadata.get('proto-error-details')[0] as string;
+    expect(JSON.parse(details)).toEqual({ parameter: 'from', value: '🙂' });
+    expect(await unary(client, 'ListEvents', {})).toMatchObject({ events: [] });
+  });
+});
