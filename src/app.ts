@@ -55,6 +55,7 @@ import { RedisReadiness } from './storage/redis-readiness.ts';
 import type { CommandStore } from './commands/CommandStore.ts';
 import { SqliteCommandStore } from './commands/sqlite-store.ts';
 import { ServiceRegistry } from './registry/service-registry.ts';
+import { RegistryFollower } from './registry/registry-follower.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
 import { openTaskStore } from './bridges/a2a/open-task-store.ts';
@@ -274,6 +275,8 @@ async function assemble(input: AssembleInput) {
     metrics: registryMetrics(registry),
     logger,
   });
+  // Other replicas' registrations, removals, pauses and resumes (a shared store only).
+  life.add(new RegistryFollower(registryStore, services, logger.child({ component: 'registry' })));
   const routes: Route[] = [
     ...opsRoutes({
       registry,
