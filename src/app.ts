@@ -272,6 +272,7 @@ async function assemble(input: AssembleInput) {
     accepts: (id) => commands.catalogue.typesOf(id),
     produces: (id) => catalogue.typesOf(id),
     onRemoved: (id): Promise<string[]> => webhooks.subscriptions.deleteByService(id),
+    abandonCommands: (id, source) => commands.dispatcher.abandon(id, source),
     metrics: registryMetrics(registry),
     logger,
   });

@@ -53,6 +53,11 @@ export interface ServiceRegistryOptions {
   produces(backendId: string): string[];
   /** Called after a service was removed (deletes its `serviceId`-linked subscriptions). */
   onRemoved(serviceId: string): Promise<unknown>;
+  /**
+   * Called after a backend was removed, here or by another replica: ends its undelivered commands
+   * with their failure event (`SERVICE_NOT_FOUND`, from `source`); resolves with how many. Default none.
+   */
+  abandonCommands?(backendId: string, source: string): Promise<number>;
   metrics: RegistryMetrics;
   logger: Logger;
 }
@@ -179,10 +184,23 @@ export class ServiceRegistry {
     if (!entry) throw notFound(id);
     await this.#o.store.delete(id);
     this.#entries.delete(id);
-    if (entry.endpoint !== undefined) await this.#o.backends.remove(id);
+    if (entry.endpoint !== undefined) await this.#removeBackend(entry);
     const subscriptions = await this.#o.onRemoved(id);
     this.#o.metrics.changed('deleted');
     this.#o.logger.info({ service: id, subscriptions }, 'service removed');
+  }
+
+  /**
+   * Removes a deleted service's backend and ends its undelivered commands. Every replica does it
+   * when it learns of the deletion, so a command a lagging replica accepted in the meantime ends too.
+   */
+  async #removeBackend(entry: RegisteredService): Promise<void> {
+    await this.#o.backends.remove(entry.id);
+    const abandoned = await this.#o.abandonCommands?.(entry.id, runtimeBackend(entry).source).catch((err: unknown) => {
+      this.#o.logger.warn({ err, service: entry.id }, 'could not end the commands of a removed service; they are ended when it is next removed');
+      return 0;
+    });
+    if (abandoned) this.#o.logger.info({ service: entry.id, commands: abandoned }, 'undelivered commands of a removed service failed with SERVICE_NOT_FOUND');
   }
 
   async #setPaused(id: string, paused: boolean): Promise<void> {
@@ -214,7 +232,7 @@ export class ServiceRegistry {
     for (const [id, entry] of [...this.#entries]) {
       if (byId.has(id)) continue;
       this.#entries.delete(id);
-      if (entry.endpoint !== undefined) await this.#o.backends.remove(id);
+      if (entry.endpoint !== undefined) await this.#removeBackend(entry);
       this.#o.logger.info({ service: id }, 'service removed on another replica');
     }
     const pausedIds = new Set(paused);

@@ -73,9 +73,17 @@ describe('two gateway processes on one Redis prefix share the registry and the l
     await eventually(async () => (await statusOn(b, 'pay')) === 'running', 10_000);
     await eventually(() => delivered(held.id), 20_000);
 
-    // Deleted on A: B no longer knows it.
+    // Paused again, a command held on B; deleted on A: B no longer knows the service, and the held
+    // command ends with its failure event instead of staying in the outbox.
+    expect((await send('POST', `${a}services/pay/pause`, undefined, ADMIN)).status).toBe(204);
+    await eventually(async () => (await statusOn(b, 'pay')) === 'paused', 10_000);
+    const orphan = authorizePayment();
+    expect((await post(`${b}services/pay/commands`, orphan, { 'x-api-key': ADMIN })).status).toBe(201);
     expect((await send('DELETE', `${a}services/pay`, undefined, ADMIN)).status).toBe(204);
     await eventually(async () => (await statusOn(b, 'pay')) === undefined, 10_000);
+    const failure = await eventually(async () => (await getJson(`${b}events?correlationId=${orphan.id}`, { headers: { 'x-api-key': ADMIN } })).body.events[0], 10_000);
+    expect(failure).toMatchObject({ type: 'AuthorizePaymentFailedV1', data: { error: { code: 'SERVICE_NOT_FOUND' } } });
+    expect(delivered(orphan.id)).toBe(false);
     expect((await post(`${b}services/pay/commands`, authorizePayment(), { 'x-api-key': ADMIN })).status).toBe(404);
   }, 180_000);
 });
