@@ -18,7 +18,8 @@
  *
  * Durability: a write is acknowledged once Redis applied it. With `waitReplicas` > 0 an accept is
  * acknowledged only after `WAIT` confirms it on that many replicas (a shortfall throws
- * `STORE_UNAVAILABLE`, so the command is not answered 201). What survives a Redis crash otherwise
+ * `STORE_UNAVAILABLE`, so the command is not answered 201); so is a repeat that finds the command
+ * already stored (its first accept may have been refused before the write reached a replica). What survives a Redis crash otherwise
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
  * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
  *
@@ -201,9 +202,10 @@ export class RedisCommandStore implements CommandStore {
     const reply = (await this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [
       record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry),
     ])) as [number, string];
-    if (reply[0] === 0) return JSON.parse(reply[1]) as IdempotencyRecord;
+    // A repeat waits too: the first accept may have been answered 503 before its write reached a
+    // replica, and its retry must not be told 201 for a write no replica has.
     await this.#waitForReplicas();
-    return undefined;
+    return reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined;
   }
 
   async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
@@ -215,16 +217,15 @@ export class RedisCommandStore implements CommandStore {
         this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry)]),
       ),
     )) as Array<[number, string]>;
-    if (replies.some((reply) => reply[0] !== 0)) await this.#waitForReplicas();
+    await this.#waitForReplicas();
     return replies.map((reply) => (reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined));
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
     const k = this.#keys;
     const holder = (await this.#run(CLAIM_ONLY, [k.idem, k.idemExp], [record.id, nowMs, JSON.stringify(record), record.expiresMs])) as string | null;
-    if (holder !== null) return JSON.parse(holder) as IdempotencyRecord;
     await this.#waitForReplicas();
-    return undefined;
+    return holder === null ? undefined : (JSON.parse(holder) as IdempotencyRecord);
   }
 
   async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {

@@ -98,7 +98,7 @@ describe('RedisCommandStore across replicas and outages', () => {
     }
   }, 60_000);
 
-  it('with waitReplicas and no replica, refuses the accept with STORE_UNAVAILABLE', async () => {
+  it('with waitReplicas and no replica, refuses the accept with STORE_UNAVAILABLE, and its repeats too', async () => {
     const prefix = randomPrefix();
     const store = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix, waitReplicas: 1, waitTimeoutMs: 50 });
     await store.open();
@@ -106,6 +106,13 @@ describe('RedisCommandStore across replicas and outages', () => {
       const now = Date.now();
       const refused = await store.accept(record('w', { expiresMs: now + 60_000 }), outboxEntry('w'), now).catch((err: unknown) => err);
       expect((refused as ProtoError).code).toBe('STORE_UNAVAILABLE');
+      // The write may be on the primary; its retry finds it there and must not be answered 201 either.
+      const retried = await store.accept(record('w', { expiresMs: now + 60_000 }), outboxEntry('w'), now).catch((err: unknown) => err);
+      expect((retried as ProtoError).code).toBe('STORE_UNAVAILABLE');
+      const [batched] = await store.acceptBatch([{ record: record('w', { expiresMs: now + 60_000 }), entry: outboxEntry('w') }], now).catch((err: unknown) => [err]);
+      expect((batched as ProtoError).code).toBe('STORE_UNAVAILABLE');
+      const claimed = await store.claim(record('w', { expiresMs: now + 60_000 }), now).catch((err: unknown) => err);
+      expect((claimed as ProtoError).code).toBe('STORE_UNAVAILABLE');
     } finally {
       await store.close();
       await deletePrefix(SHARED_REDIS_URL, prefix);
