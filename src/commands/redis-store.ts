@@ -25,12 +25,15 @@
  *
  * Leased claims (`claimDue`): claiming moves an entry's due time to the end of its lease, in the
  * script that reads it, so two replicas' dispatchers never deliver one entry at once, and a dead
- * replica's claimed entries are due again when their lease runs out.
+ * replica's claimed entries are due again when their lease runs out. Due times and lease ends are
+ * kept in Redis's clock (`RedisClock`, read with `TIME` in the claim script): a replica whose clock
+ * runs ahead never takes another's live claims.
  */
 import type { Redis } from 'ioredis';
 import { ProtoError } from '../errors.ts';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
+import { RedisClock } from '../storage/redis-clock.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
   type AcceptItem,
@@ -50,6 +53,8 @@ export interface RedisCommandStoreOptions extends RedisStoreOptions {
   waitTimeoutMs?: number;
   /** `WAITAOF 1 0` after an accept: fsynced to the primary's AOF first (Redis >= 7.2; checked at open). */
   waitAof?: boolean;
+  /** This process's clock, epoch ms, translated into Redis's for due times and leases; default `Date.now` (tests skew it). */
+  clock?: () => number;
 }
 
 /** The first Redis version with `WAITAOF`. */
@@ -85,15 +90,16 @@ const ENQUEUE_ONLY = new RedisScript(`${ENQUEUE}
 return seq`);
 
 /**
- * Due entries of one backend: a flat list of member, score, fixed JSON, state JSON, reclaimed (1 or
- * 0). With a lease end (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to
+ * Due entries of one backend: Redis's TIME (seconds, microseconds), then a flat list of member,
+ * score, fixed JSON, state JSON, reclaimed (1 or 0). With a lease end (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to
  * the lease's end in the same script, so two replicas never claim one entry and a dead claimer's
  * entries come back when the lease runs out; an entry already in the claimed set is a reclaim.
  * KEYS: due of the backend, fixed, state, overall due, claimed (the last two only used with a lease).
  */
 const DUE = new RedisScript(`
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
+local time = redis.call('TIME')
+local out = {time[1], time[2]}
 for i = 1, #members, 2 do
   local member = members[i]
   local fixed = redis.call('HGET', KEYS[2], member)
@@ -163,11 +169,13 @@ type StateFields = Pick<OutboxEntry, 'attempts' | 'lastError'>;
 export class RedisCommandStore implements CommandStore {
   readonly #options: RedisCommandStoreOptions;
   readonly #keys: ReturnType<typeof keysOf>;
+  readonly #clock: RedisClock;
   #client: Redis | undefined;
 
   constructor(options: RedisCommandStoreOptions) {
     this.#options = options;
     this.#keys = keysOf(options.prefix);
+    this.#clock = new RedisClock(options.clock);
   }
 
   /** Connects (fails when Redis does not answer). Idempotent. */
@@ -181,6 +189,12 @@ export class RedisCommandStore implements CommandStore {
         await closeRedis(client);
         throw new Error(`storage.redis.waitAof needs Redis >= ${WAITAOF_SINCE.join('.')} (WAITAOF); this server is ${major}.${minor}`);
       }
+    }
+    try {
+      await this.#clock.measure(() => client.time(), true);
+    } catch (err) {
+      await closeRedis(client);
+      throw err;
     }
     this.#client = client;
   }
@@ -200,7 +214,7 @@ export class RedisCommandStore implements CommandStore {
   async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
     const k = this.#keys;
     const reply = (await this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [
-      record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry),
+      record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry),
     ])) as [number, string];
     // A repeat waits too: the first accept may have been answered 503 before its write reached a
     // replica, and its retry must not be told 201 for a write no replica has.
@@ -214,7 +228,7 @@ export class RedisCommandStore implements CommandStore {
     const k = this.#keys;
     const replies = (await Promise.all(
       items.map(({ record, entry }) =>
-        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry)]),
+        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry)]),
       ),
     )) as Array<[number, string]>;
     await this.#waitForReplicas();
@@ -245,27 +259,36 @@ export class RedisCommandStore implements CommandStore {
   }
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
-    const seq = Number(await this.#run(ENQUEUE_ONLY, ['', '', ...this.#enqueueKeys()], ['', '', '', '', ...enqueueArgs(entry)]));
+    const seq = Number(await this.#run(ENQUEUE_ONLY, ['', '', ...this.#enqueueKeys()], ['', '', '', '', ...this.#enqueueArgs(entry)]));
     await this.#waitForReplicas();
     return { ...structuredClone(entry), seq };
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
-    const k = this.#keys;
-    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], [nowMs, Math.floor(limit)])) as DueReply).map(({ reclaimed, ...entry }) => entry);
+    return (await this.#due(backend, nowMs, limit)).map(({ reclaimed, ...entry }) => entry);
   }
 
   async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
     if (limit <= 0) return [];
+    return this.#due(backend, nowMs, limit, leaseMs);
+  }
+
+  /** DUE in Redis's clock: due at `nowMs` (this process's clock), claimed for `leaseMs` when given; learns the clock offset from its TIME. */
+  async #due(backend: string, nowMs: number, limit: number, leaseMs?: number): Promise<ClaimedOutboxEntry[]> {
     const k = this.#keys;
-    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], [nowMs, Math.floor(limit), nowMs + leaseMs])) as DueReply);
+    const now = this.#clock.toRedis(nowMs);
+    const args = leaseMs === undefined ? [now, Math.floor(limit)] : [now, Math.floor(limit), now + leaseMs];
+    const before = this.#clock.now();
+    const reply = (await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], args)) as DueReply;
+    this.#clock.observe(Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000), before, this.#clock.now());
+    return entriesOf(reply.slice(2)).map((entry) => ({ ...entry, nextAttemptMs: this.#clock.fromRedis(entry.nextAttemptMs) }));
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
     const k = this.#keys;
     const state: StateFields = { attempts, lastError };
-    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf, k.claimed], [member(seq), nextAttemptMs, JSON.stringify(state)]);
+    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf, k.claimed], [member(seq), this.#clock.toRedis(nextAttemptMs), JSON.stringify(state)]);
   }
 
   async complete(seq: number): Promise<void> {
@@ -276,7 +299,7 @@ export class RedisCommandStore implements CommandStore {
   async nextDueMs(): Promise<number | undefined> {
     const client = this.#connected();
     const first = await whileRedisAnswers(STORE, () => client.zrange(this.#keys.due, '0', '0', 'WITHSCORES'));
-    return first.length === 0 ? undefined : Number(first[1]);
+    return first.length === 0 ? undefined : this.#clock.fromRedis(Number(first[1]));
   }
 
   async backends(): Promise<string[]> {
@@ -297,6 +320,13 @@ export class RedisCommandStore implements CommandStore {
   async aliasesOf(id: string): Promise<string[]> {
     const client = this.#connected();
     return whileRedisAnswers(STORE, () => client.lrange(this.#keys.aliasOf + id, 0, -1));
+  }
+
+  /** ARGV[5..8] of ENQUEUE: fixed JSON, state JSON, due time (in Redis's clock), backend. */
+  #enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
+    const { attempts, nextAttemptMs, lastError, ...fixed } = entry;
+    const state: StateFields = { attempts, ...(lastError !== undefined && { lastError }) };
+    return [JSON.stringify(fixed), JSON.stringify(state), this.#clock.toRedis(nextAttemptMs), entry.backend];
   }
 
   #enqueueKeys(): string[] {
@@ -345,13 +375,6 @@ function keysOf(prefix: string) {
     claimed: `${p}outbox:claimed`,
     aliasOf: `${p}alias:`,
   };
-}
-
-/** ARGV[5..8] of ENQUEUE: fixed JSON, state JSON, due time, backend. */
-function enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
-  const { attempts, nextAttemptMs, lastError, ...fixed } = entry;
-  const state: StateFields = { attempts, ...(lastError !== undefined && { lastError }) };
-  return [JSON.stringify(fixed), JSON.stringify(state), nextAttemptMs, entry.backend];
 }
 
 function member(seq: number): string {

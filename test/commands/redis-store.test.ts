@@ -186,3 +186,36 @@ describe('RedisCommandStore through Sentinel (storage.redis.sentinels, name)', (
     }
   }, 60_000);
 });
+
+describe('RedisCommandStore leases in Redis\'s clock', () => {
+  it('two replicas whose clocks are 60 s apart never claim one entry twice; the ahead one claims what is due', async () => {
+    const prefix = randomPrefix();
+    const rightClock = () => Date.now();
+    const aheadClock = () => Date.now() + 60_000;
+    const right = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix, clock: rightClock });
+    const ahead = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix, clock: aheadClock });
+    await right.open();
+    await ahead.open();
+    try {
+      const due = (id: string) => ({ ...outboxEntry(id), nextAttemptMs: rightClock() });
+      for (const id of ['a', 'b', 'c']) await right.enqueue(due(id));
+      // The right replica claims everything with a 15 s lease; 60 s ahead, the other replica would
+      // see that lease long run out, had it compared with its own clock.
+      const claimedByRight = await right.claimDue('orders', rightClock(), 10, 15_000);
+      expect(claimedByRight.map((e) => e.id)).toEqual(['a', 'b', 'c']);
+      expect(await ahead.claimDue('orders', aheadClock(), 10, 15_000)).toEqual([]);
+      // A command the ahead replica accepts (due "now" by its clock) is due for the right one at once,
+      // and its claim by one hides it from the other.
+      await ahead.enqueue({ ...outboxEntry('d'), nextAttemptMs: aheadClock() });
+      const [first, second] = await Promise.all([right.claimDue('orders', rightClock(), 10, 15_000), ahead.claimDue('orders', aheadClock(), 10, 15_000)]);
+      expect([...first, ...second].map((e) => e.id)).toEqual(['d']);
+      // Times come back in each replica's own clock.
+      expect(await ahead.nextDueMs()).toBeGreaterThan(aheadClock());
+      expect(await right.nextDueMs()).toBeLessThan(aheadClock());
+    } finally {
+      await right.close();
+      await ahead.close();
+      await deletePrefix(SHARED_REDIS_URL, prefix);
+    }
+  });
+});
