@@ -8,8 +8,9 @@
  * - sorted sets of positions scored by position: `P log:all` (the log order) and one per indexed
  *   key, `P log:ix:type:{t}`, `log:ix:source:{s}`, `log:ix:corr:{c}`, `log:ix:backend:{b}`;
  *   `P log:time` positions scored by the event's `time`, `P log:added` by append time (retention);
- * - `P log:tail` a Stream with one entry per append (id `{last position}-0`, fields position → the
- *   stored JSON), capped with `MAXLEN ~`: the live fan-out across replicas reads it.
+ * - `P log:tail` a Stream with one entry per append of up to 500 events (a larger append writes
+ *   several; id `{last position}-0`, fields position → the stored JSON), capped with `MAXLEN ~`:
+ *   the live fan-out across replicas reads it.
  *
  * An append is ONE Lua script: positions (INCR), de-duplication by id, every index, the checkpoint
  * and the tail entry, so it is atomic and replicas never interleave inside it. A query walks one
@@ -54,6 +55,8 @@ export interface RedisEventLogOptions extends RedisStoreOptions {
 
 /** Fields per event in the append script's ARGV. */
 const FIELDS = 7;
+/** Events per tail stream entry at most (an append of more writes several entries, in order). */
+const TAIL_ENTRY_EVENTS = 500;
 /** How long one `XREAD` blocks before it is issued again, in ms. */
 const BLOCK_MS = 5_000;
 /** Pause of the tail reader after an error (Redis away), in ms. */
@@ -100,7 +103,13 @@ for i = 0, n - 1 do
 end
 if #tail > 0 then
   redis.call('SET', KEYS[9], now)
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[5], tail[#tail - 1] .. '-0', unpack(tail))
+  -- One tail entry per ${TAIL_ENTRY_EVENTS} events: unpack() of a whole large batch would overflow Lua's
+  -- stack ("too many results to unpack") after the events were written.
+  local step = ${TAIL_ENTRY_EVENTS * 2}
+  for first = 1, #tail, step do
+    local last = math.min(first + step - 1, #tail)
+    redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[5], tail[last - 1] .. '-0', unpack(tail, first, last))
+  end
 end
 if ARGV[2] == '1' then redis.call('HSET', KEYS[7], ARGV[3], ARGV[4]) end
 return positions

@@ -104,3 +104,29 @@ describe('RedisEventLog across replicas (two stores on one prefix)', () => {
     }
   }, 60_000);
 });
+
+describe('RedisEventLog appends of any size', () => {
+  it('appends 10,000 events in one batch with their checkpoint, and another replica receives all of them in order', async () => {
+    const prefix = randomPrefix();
+    const writer = new RedisEventLog({ url: SHARED_REDIS_URL, prefix });
+    const reader = deletingPrefixOnClose(new RedisEventLog({ url: SHARED_REDIS_URL, prefix }), prefix);
+    await writer.open();
+    await reader.open();
+    try {
+      const seen: number[] = [];
+      reader.subscribe((events) => seen.push(...events.map((e) => e.position)));
+      const batch = Array.from({ length: 10_000 }, (_, i) => ({ backend: 'big', event: cloudEvent(`big-${i}`) }));
+      const result = await writer.append(batch, { key: 'big', value: 'cursor-10000' });
+      expect(result.appended).toHaveLength(10_000);
+      expect(await writer.count()).toBe(10_000);
+      expect(await writer.checkpoint('big')).toBe('cursor-10000');
+      await until(() => seen.length >= 10_000, 60_000);
+      expect(seen).toEqual(Array.from({ length: 10_000 }, (_, i) => i + 1));
+      // Nothing half-written: a repeat of the batch is all duplicates.
+      expect((await writer.append(batch)).duplicates).toBe(10_000);
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  }, 120_000);
+});
