@@ -14,7 +14,9 @@
  * - `P cmd:outbox:due` and `P cmd:outbox:due:{backend}` sorted sets of members by `nextAttemptMs`;
  *   `P cmd:outbox:backends` hash backend → entry count; `P cmd:outbox:claimed` set of the members
  *   whose last claim has not ended (no completion or reschedule since), so a claim knows a reclaim;
- * - `P cmd:alias:{id}` list of a command's aliases (at most `MAX_ALIASES_PER_COMMAND`).
+ * - `P cmd:alias:{id}` list of a command's aliases (at most `MAX_ALIASES_PER_COMMAND`); each new
+ *   one is announced on the channel `P cmd:alias:notices` (`AliasNotices`: open streams of every
+ *   replica follow it).
  *
  * Durability: a write is acknowledged once Redis applied it. With `waitReplicas` > 0 an accept is
  * acknowledged only after `WAIT` confirms it on that many replicas (a shortfall throws
@@ -34,9 +36,11 @@ import { ProtoError } from '../errors.ts';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisClock } from '../storage/redis-clock.ts';
+import { publishNotice, RedisNotices } from '../storage/redis-notices.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
   type AcceptItem,
+  type AliasNotices,
   type ClaimedOutboxEntry,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
@@ -166,16 +170,18 @@ type FixedFields = Omit<OutboxEntry, 'seq' | 'attempts' | 'nextAttemptMs' | 'las
 type StateFields = Pick<OutboxEntry, 'attempts' | 'lastError'>;
 
 /** A `CommandStore` on Redis, shared by every replica using the same prefix. */
-export class RedisCommandStore implements CommandStore {
+export class RedisCommandStore implements CommandStore, AliasNotices {
   readonly #options: RedisCommandStoreOptions;
   readonly #keys: ReturnType<typeof keysOf>;
   readonly #clock: RedisClock;
+  readonly #notices: RedisNotices;
   #client: Redis | undefined;
 
   constructor(options: RedisCommandStoreOptions) {
     this.#options = options;
     this.#keys = keysOf(options.prefix);
     this.#clock = new RedisClock(options.clock);
+    this.#notices = new RedisNotices(options);
   }
 
   /** Connects (fails when Redis does not answer). Idempotent. */
@@ -203,6 +209,7 @@ export class RedisCommandStore implements CommandStore {
   async close(): Promise<void> {
     const client = this.#client;
     this.#client = undefined;
+    await this.#notices.close();
     if (client) await closeRedis(client);
   }
 
@@ -314,7 +321,17 @@ export class RedisCommandStore implements CommandStore {
   }
 
   async rememberAlias(id: string, alias: string): Promise<void> {
-    await this.#run(ALIAS, [this.#keys.aliasOf + id], [alias, MAX_ALIASES_PER_COMMAND]);
+    const added = await this.#run(ALIAS, [this.#keys.aliasOf + id], [alias, MAX_ALIASES_PER_COMMAND]);
+    if (added === 1) await publishNotice(this.#connected(), this.#keys.aliasNotices, JSON.stringify([id, alias]));
+  }
+
+  /** Opens the notice connection on first use; `listener` hears every alias any replica remembers. */
+  async watchAliases(listener: (id: string, alias: string) => void): Promise<() => void> {
+    await this.#notices.open();
+    return this.#notices.listen(this.#keys.aliasNotices, (message) => {
+      const [id, alias] = JSON.parse(message) as [string, string];
+      listener(id, alias);
+    });
   }
 
   async aliasesOf(id: string): Promise<string[]> {
@@ -374,6 +391,7 @@ function keysOf(prefix: string) {
     backends: `${p}outbox:backends`,
     claimed: `${p}outbox:claimed`,
     aliasOf: `${p}alias:`,
+    aliasNotices: `${p}alias:notices`,
   };
 }
 
