@@ -155,6 +155,8 @@ function webhooks(raw: RawMap, ctx: Context): WebhooksConfig {
     previousSecretKeys: strings(raw.previousSecretKeys),
     maxSubscriptionsPerPrincipal: num(raw.maxSubscriptionsPerPrincipal, 100),
     maxSubscriptions: num(raw.maxSubscriptions, 10_000),
+    disableAfter: { durationMs: ms(asMap(raw.disableAfter).duration, '5d'), failures: num(asMap(raw.disableAfter).failures, 10) },
+    rotationOverlapMs: ms(raw.rotationOverlap, '24h'),
   };
   if (typeof raw.ca === 'string') config.ca = resolve(ctx.dir, raw.ca);
   if (typeof raw.secretKey === 'string') config.secretKey = raw.secretKey;

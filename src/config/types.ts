@@ -136,6 +136,10 @@ export interface WebhooksConfig {
   maxSubscriptions: number;
   /** Absolute path of an extra CA file, if any. */
   ca?: string;
+  /** Auto-disable of a failing subscription: a streak of failed attempts this long (0 = never) and this many (default 5 days, 10). */
+  disableAfter: { durationMs: number; failures: number };
+  /** Default overlap of a secret rotation: the old secret still signs this long, ms (default 24 h). */
+  rotationOverlapMs: number;
 }
 
 export type BackendConfig = LegacyBackendConfig | ProtoBackendConfig;

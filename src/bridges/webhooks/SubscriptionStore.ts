@@ -1,12 +1,27 @@
 /**
  * The subscription store port: webhook subscriptions (PROTOCOL.md 2.7) kept durably, with the
  * principal that created them. Implemented by `memory-subscription-store.ts` and
- * `sqlite-subscription-store.ts`; both pass the contract suite in
+ * `sqlite-subscription-store.ts` and `redis-subscription-store.ts`; all pass the contract suite in
  * `test/bridges/webhooks/subscription-store-contract.ts`.
  */
 
-/** `active` receives deliveries; `disabled` (after a `410 Gone`) receives none. */
+/** `active` receives deliveries; `disabled` (after a `410 Gone`, a long failing streak, or on request) receives none. */
 export type SubscriptionStatus = 'active' | 'disabled';
+
+/** Why a subscription was disabled: the receiver answered `410 Gone`, or it kept failing for `webhooks.disableAfter`. */
+export type DisabledReason = 'gone' | 'failing';
+
+/** A failing streak of a subscription: its consecutive failed attempts and when the first of them ended, epoch ms. */
+export interface FailingStreak {
+  failures: number;
+  sinceMs: number;
+}
+
+/** A secret replaced by a rotation that still signs until `untilMs` (epoch ms), beside the new one. */
+export interface PreviousSecret {
+  secret: string;
+  untilMs: number;
+}
 
 /** A stored subscription. `secret` never leaves the gateway (see `describeSubscription`). */
 export interface Subscription {
@@ -25,6 +40,12 @@ export interface Subscription {
   createdAt: string;
   /** The log's head position at creation: only events after it are delivered. */
   afterPosition: number;
+  /** While disabled: when (epoch ms) and why. */
+  disabled?: { atMs: number; reason: DisabledReason };
+  /** The current failing streak, if the last attempt failed. */
+  failing?: FailingStreak;
+  /** The secret a rotation replaced, while its overlap lasts (write-only, as `secret`). */
+  previousSecret?: PreviousSecret;
 }
 
 /** The descriptor of a subscription in answers: the request without `secret`, plus id, status, time. */
@@ -35,6 +56,19 @@ export interface SubscriptionDescriptor {
   filter?: { types: string[] };
   status: SubscriptionStatus;
   createdAt: string;
+  /** While disabled: when and why. */
+  disabledAt?: string;
+  disabledReason?: DisabledReason;
+  /** The current failing streak: consecutive failed attempts, and since when. */
+  failing?: { failures: number; since: string };
+  /** Until when the secret a rotation replaced still signs, beside the new one. */
+  previousSecretExpiresAt?: string;
+}
+
+/** How `setStatus` records a change: when, and for `disabled`, why. */
+export interface StatusChange {
+  atMs: number;
+  reason?: DisabledReason;
 }
 
 export interface SubscriptionStore {
@@ -48,8 +82,26 @@ export interface SubscriptionStore {
   listByPrincipal(principal: string): Promise<Subscription[]>;
   /** Every `active` subscription (fan-out). */
   listActive(): Promise<Subscription[]>;
-  /** Sets the status; returns false when there is no such subscription. */
-  setStatus(id: string, status: SubscriptionStatus): Promise<boolean>;
+  /**
+   * Sets the status, atomically against other writers: true only when it changed (the subscription
+   * exists and had the other status), so of two replicas disabling one subscription only one is
+   * told it did. `disabled` records `change` (when, why); `active` clears it and the failing streak.
+   */
+  setStatus(id: string, status: SubscriptionStatus, change: StatusChange): Promise<boolean>;
+  /**
+   * Records the result of one attempt in the subscription's failing streak, atomically (replicas
+   * share it): a failure extends the streak (or starts it at `nowMs`) and returns it; a success
+   * ends it and returns the streak it ended, or undefined when there was none. Undefined as well
+   * for an unknown subscription.
+   */
+  recordAttempt(id: string, succeeded: boolean, nowMs: number): Promise<FailingStreak | undefined>;
+  /**
+   * Replaces the secret: the current one (if any) becomes `previousSecret` until `previousUntilMs`
+   * (a former previous secret is dropped). False when there is no such subscription.
+   */
+  rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean>;
+  /** Deletes every previous secret whose overlap ended by `nowMs`; returns how many. */
+  dropExpiredSecrets(nowMs: number): Promise<number>;
   /** Deletes one; returns false when there was none. */
   delete(id: string): Promise<boolean>;
   /** Deletes every subscription linked to `serviceId`; returns their ids. */
@@ -63,7 +115,21 @@ export function describeSubscription(subscription: Subscription): SubscriptionDe
   const descriptor: SubscriptionDescriptor = { id: subscription.id, webhook: { url: subscription.url }, status: subscription.status, createdAt: subscription.createdAt };
   if (subscription.serviceId !== undefined) descriptor.serviceId = subscription.serviceId;
   if (subscription.types !== undefined) descriptor.filter = { types: [...subscription.types] };
+  if (subscription.disabled !== undefined && subscription.status === 'disabled') {
+    descriptor.disabledAt = new Date(subscription.disabled.atMs).toISOString();
+    descriptor.disabledReason = subscription.disabled.reason;
+  }
+  if (subscription.failing !== undefined) descriptor.failing = { failures: subscription.failing.failures, since: new Date(subscription.failing.sinceMs).toISOString() };
+  if (subscription.previousSecret !== undefined) descriptor.previousSecretExpiresAt = new Date(subscription.previousSecret.untilMs).toISOString();
   return descriptor;
+}
+
+/** The secrets a delivery is signed with: the current one, then the previous one while its overlap lasts at `nowMs`. */
+export function signingSecrets(subscription: Subscription, nowMs: number): string[] {
+  const secrets = subscription.secret === undefined ? [] : [subscription.secret];
+  const previous = subscription.previousSecret;
+  if (previous !== undefined && previous.untilMs > nowMs) secrets.push(previous.secret);
+  return secrets;
 }
 
 /** True when `subscription` wants events of `type` (PROTOCOL.md 6.3 rule 5). */

@@ -1,11 +1,13 @@
 /**
  * Subscriptions in SQLite (`storage.driver: sqlite`): a table `webhook_subscriptions` in the
  * gateway's database file, through a connection of its own (WAL, `busy_timeout`), beside the
- * event log's. The secret is stored as given, because every delivery signs with it.
+ * event log's. The secret is stored as given, because every delivery signs with it. Health (the
+ * failing streak), the disabled state and a rotated-out secret are columns of the same row; each
+ * change of them is one transaction.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { SqliteHandle } from '../../storage/sqlite.ts';
-import type { Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import type { DisabledReason, FailingStreak, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_subscriptions (
@@ -24,6 +26,23 @@ CREATE INDEX IF NOT EXISTS webhook_subscriptions_principal ON webhook_subscripti
 CREATE INDEX IF NOT EXISTS webhook_subscriptions_service ON webhook_subscriptions (service_id);
 `;
 
+/** Columns added after the first release (issue 28), with their SQL types. */
+const ADDED_COLUMNS: Array<[string, string]> = [
+  ['disabled_at_ms', 'INTEGER'],
+  ['disabled_reason', 'TEXT'],
+  ['failures', 'INTEGER NOT NULL DEFAULT 0'],
+  ['failing_since_ms', 'INTEGER'],
+  ['previous_secret', 'TEXT'],
+  ['previous_secret_until_ms', 'INTEGER'],
+];
+
+/** Brings a table an older version wrote up to date. */
+function migrate(db: DatabaseSync): void {
+  const columns = (db.prepare('PRAGMA table_info(webhook_subscriptions)').all() as Array<{ name: string }>).map((c) => c.name);
+  for (const [name, type] of ADDED_COLUMNS) if (!columns.includes(name)) db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN ${name} ${type}`);
+  db.exec('CREATE INDEX IF NOT EXISTS webhook_subscriptions_previous_secret ON webhook_subscriptions (previous_secret_until_ms) WHERE previous_secret_until_ms IS NOT NULL');
+}
+
 interface Row {
   id: string;
   principal: string;
@@ -34,6 +53,12 @@ interface Row {
   status: SubscriptionStatus;
   created_at: string;
   after_pos: number;
+  disabled_at_ms: number | null;
+  disabled_reason: DisabledReason | null;
+  failures: number;
+  failing_since_ms: number | null;
+  previous_secret: string | null;
+  previous_secret_until_ms: number | null;
 }
 
 interface Statements {
@@ -41,7 +66,13 @@ interface Statements {
   get: StatementSync;
   byPrincipal: StatementSync;
   active: StatementSync;
-  setStatus: StatementSync;
+  disable: StatementSync;
+  enable: StatementSync;
+  streak: StatementSync;
+  fail: StatementSync;
+  succeed: StatementSync;
+  rotate: StatementSync;
+  dropSecrets: StatementSync;
   delete: StatementSync;
   byService: StatementSync;
   deleteByService: StatementSync;
@@ -53,7 +84,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
 
   /** @param path the database file (shared with the event log), or `:memory:`. */
   constructor(path: string) {
-    this.#sqlite = new SqliteHandle('SqliteSubscriptionStore', path, { schema: SCHEMA, prepare });
+    this.#sqlite = new SqliteHandle('SqliteSubscriptionStore', path, { schema: SCHEMA, migrate, prepare });
   }
 
   async open(): Promise<void> {
@@ -63,6 +94,8 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   async create(s: Subscription): Promise<void> {
     this.#sqlite.statements.insert.run(
       s.id, s.principal, s.serviceId ?? null, s.url, s.secret ?? null, s.types ? JSON.stringify(s.types) : null, s.status, s.createdAt, s.afterPosition,
+      s.disabled?.atMs ?? null, s.disabled?.reason ?? null, s.failing?.failures ?? 0, s.failing?.sinceMs ?? null,
+      s.previousSecret?.secret ?? null, s.previousSecret?.untilMs ?? null,
     );
   }
 
@@ -79,8 +112,32 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
     return (this.#sqlite.statements.active.all() as unknown as Row[]).map(fromRow);
   }
 
-  async setStatus(id: string, status: SubscriptionStatus): Promise<boolean> {
-    return Number(this.#sqlite.statements.setStatus.run(status, id).changes) > 0;
+  async setStatus(id: string, status: SubscriptionStatus, change: StatusChange): Promise<boolean> {
+    const sql = this.#sqlite.statements;
+    const result = status === 'disabled' ? sql.disable.run(change.atMs, change.reason ?? 'failing', id) : sql.enable.run(id);
+    return Number(result.changes) > 0;
+  }
+
+  async recordAttempt(id: string, succeeded: boolean, nowMs: number): Promise<FailingStreak | undefined> {
+    return this.#sqlite.transaction((sql) => {
+      const before = sql.streak.get(id) as { failures: number; failing_since_ms: number | null } | undefined;
+      if (!before) return undefined;
+      if (succeeded) {
+        if (before.failures === 0) return undefined;
+        sql.succeed.run(id);
+        return { failures: before.failures, sinceMs: before.failing_since_ms ?? nowMs };
+      }
+      sql.fail.run(nowMs, id);
+      return { failures: before.failures + 1, sinceMs: before.failing_since_ms ?? nowMs };
+    });
+  }
+
+  async rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean> {
+    return Number(this.#sqlite.statements.rotate.run(previousUntilMs, secret, id).changes) > 0;
+  }
+
+  async dropExpiredSecrets(nowMs: number): Promise<number> {
+    return Number(this.#sqlite.statements.dropSecrets.run(nowMs).changes);
   }
 
   async delete(id: string): Promise<boolean> {
@@ -101,16 +158,27 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
 }
 
 function prepare(db: DatabaseSync): Statements {
-  const columns = 'id, principal, service_id, url, secret, types, status, created_at, after_pos';
+  const columns = 'id, principal, service_id, url, secret, types, status, created_at, after_pos, disabled_at_ms, disabled_reason, failures, failing_since_ms, previous_secret, previous_secret_until_ms';
   return {
     insert: db.prepare(
       `INSERT INTO webhook_subscriptions (${columns}, seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM webhook_subscriptions))`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM webhook_subscriptions))`,
     ),
     get: db.prepare(`SELECT ${columns} FROM webhook_subscriptions WHERE id = ?`),
     byPrincipal: db.prepare(`SELECT ${columns} FROM webhook_subscriptions WHERE principal = ? ORDER BY seq`),
     active: db.prepare(`SELECT ${columns} FROM webhook_subscriptions WHERE status = 'active' ORDER BY seq`),
-    setStatus: db.prepare('UPDATE webhook_subscriptions SET status = ? WHERE id = ?'),
+    disable: db.prepare("UPDATE webhook_subscriptions SET status = 'disabled', disabled_at_ms = ?, disabled_reason = ? WHERE id = ? AND status <> 'disabled'"),
+    enable: db.prepare(
+      "UPDATE webhook_subscriptions SET status = 'active', disabled_at_ms = NULL, disabled_reason = NULL, failures = 0, failing_since_ms = NULL WHERE id = ? AND status <> 'active'",
+    ),
+    streak: db.prepare('SELECT failures, failing_since_ms FROM webhook_subscriptions WHERE id = ?'),
+    fail: db.prepare('UPDATE webhook_subscriptions SET failures = failures + 1, failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?'),
+    succeed: db.prepare('UPDATE webhook_subscriptions SET failures = 0, failing_since_ms = NULL WHERE id = ?'),
+    rotate: db.prepare(
+      `UPDATE webhook_subscriptions SET previous_secret = secret,
+         previous_secret_until_ms = CASE WHEN secret IS NULL THEN NULL ELSE ? END, secret = ? WHERE id = ?`,
+    ),
+    dropSecrets: db.prepare('UPDATE webhook_subscriptions SET previous_secret = NULL, previous_secret_until_ms = NULL WHERE previous_secret_until_ms <= ?'),
     delete: db.prepare('DELETE FROM webhook_subscriptions WHERE id = ?'),
     byService: db.prepare('SELECT id FROM webhook_subscriptions WHERE service_id = ?'),
     deleteByService: db.prepare('DELETE FROM webhook_subscriptions WHERE service_id = ?'),
@@ -122,5 +190,8 @@ function fromRow(row: Row): Subscription {
   if (row.service_id !== null) subscription.serviceId = row.service_id;
   if (row.secret !== null) subscription.secret = row.secret;
   if (row.types !== null) subscription.types = JSON.parse(row.types) as string[];
+  if (row.disabled_at_ms !== null) subscription.disabled = { atMs: row.disabled_at_ms, reason: row.disabled_reason ?? 'failing' };
+  if (row.failures > 0) subscription.failing = { failures: row.failures, sinceMs: row.failing_since_ms ?? 0 };
+  if (row.previous_secret !== null && row.previous_secret_until_ms !== null) subscription.previousSecret = { secret: row.previous_secret, untilMs: row.previous_secret_until_ms };
   return subscription;
 }

@@ -26,6 +26,7 @@ import { RedisDeliveryQueue } from './redis-delivery-queue.ts';
 import { RedisSubscriptionStore } from './redis-subscription-store.ts';
 import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
 import { SsrfGuard, type Resolver } from './ssrf-guard.ts';
+import { OperationalEvents } from './operational-events.ts';
 import { Subscriptions } from './subscriptions.ts';
 import type { SubscriptionStore } from './SubscriptionStore.ts';
 
@@ -37,6 +38,9 @@ export const RETENTION = { succeededMs: 60 * 60 * 1000, deadMs: 7 * 24 * 60 * 60
 
 /** How often finished deliveries beyond `RETENTION` are purged, ms. */
 export const PURGE_EVERY_MS = 10 * 60 * 1000;
+
+/** How often rotated-out secrets whose overlap ended are deleted from the store, ms (they stop signing at once; this bounds how long they are kept). */
+export const SECRET_SWEEP_EVERY_MS = 1000;
 
 /** Collaborators and settings of the bridge. */
 export interface WebhookBridgeOptions {
@@ -64,6 +68,7 @@ export class WebhookBridge {
   readonly #fanOut: WebhookFanOut;
   readonly #logger: Logger;
   #purgeTimer: NodeJS.Timeout | undefined;
+  #secretTimer: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: WebhookBridgeOptions) {
@@ -86,6 +91,7 @@ export class WebhookBridge {
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
     });
     this.#client = new DeliveryClient({ guard, timeoutMs: config.timeoutMs, caFile: config.ca });
+    const events = new OperationalEvents(options.log, logger);
     this.#dispatcher = new DeliveryDispatcher({
       queue: this.#queue,
       subscriptions: this.#store,
@@ -95,6 +101,8 @@ export class WebhookBridge {
       leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
       metrics,
       logger,
+      events,
+      disableAfter: config.disableAfter,
     });
     this.#fanOut = new WebhookFanOut({
       log: options.log,
@@ -113,6 +121,8 @@ export class WebhookBridge {
       onDeleted: (id) => this.#dispatcher.abortSubscription(id),
       onRedelivered: () => this.#dispatcher.wake(),
       limits: { perPrincipal: options.config.maxSubscriptionsPerPrincipal, total: options.config.maxSubscriptions },
+      events,
+      rotationOverlapMs: config.rotationOverlapMs,
     });
     metrics.trackQueue(() => this.#queue.counts());
   }
@@ -126,6 +136,8 @@ export class WebhookBridge {
     await this.#fanOut.start();
     this.#purgeTimer = setInterval(() => void this.#purge(), PURGE_EVERY_MS);
     this.#purgeTimer.unref();
+    this.#secretTimer = setInterval(() => void this.#dropExpiredSecrets(), SECRET_SWEEP_EVERY_MS);
+    this.#secretTimer.unref();
   }
 
   /** The SSRF-guarded, address-pinned HTTP client of deliveries (A2A push notifications post through it too). */
@@ -146,11 +158,20 @@ export class WebhookBridge {
 
   async #shutdown(): Promise<void> {
     clearInterval(this.#purgeTimer);
+    clearInterval(this.#secretTimer);
     await this.#fanOut.close();
     await this.#dispatcher.close();
     await this.#client.close();
     await this.#queue.close();
     await this.#store.close();
+  }
+
+  async #dropExpiredSecrets(): Promise<void> {
+    try {
+      await this.#store.dropExpiredSecrets(Date.now());
+    } catch (err) {
+      this.#logger.error({ err }, 'expired webhook secrets could not be deleted; trying again');
+    }
   }
 
   async #purge(): Promise<void> {

@@ -51,10 +51,73 @@ export function subscriptionStoreContract(name: string, make: () => Subscription
     it('lists only active subscriptions for fan-out, and changes status', async () => {
       await store.create(subscription('s1'));
       await store.create(subscription('s2', 'bob'));
-      expect(await store.setStatus('s1', 'disabled')).toBe(true);
-      expect(await store.setStatus('missing', 'disabled')).toBe(false);
+      expect(await store.setStatus('s1', 'disabled', { atMs: 1000, reason: 'gone' })).toBe(true);
+      expect(await store.setStatus('missing', 'disabled', { atMs: 1000 })).toBe(false);
       expect((await store.listActive()).map((s) => s.id)).toEqual(['s2']);
       expect((await store.get('s1'))?.status).toBe('disabled');
+    });
+
+    it('keeps the state a subscription was created with: disabled, failing, a previous secret', async () => {
+      const full = subscription('s1', 'alice', {
+        secret: 'whsec_bmV3',
+        status: 'disabled',
+        disabled: { atMs: 1_764_000_000_123, reason: 'failing' },
+        failing: { failures: 3, sinceMs: 1_763_000_000_456 },
+        previousSecret: { secret: 'whsec_b2xk', untilMs: 1_765_000_000_789 },
+      });
+      await store.create(full);
+      expect(await store.get('s1')).toEqual(full);
+    });
+
+    it('changes status only when it differs, tells only the writer that changed it, and records when and why it was disabled', async () => {
+      await store.create(subscription('s1'));
+      await store.recordAttempt('s1', false, 500);
+      const [first, second] = await Promise.all([
+        store.setStatus('s1', 'disabled', { atMs: 1000, reason: 'failing' }),
+        store.setStatus('s1', 'disabled', { atMs: 2000, reason: 'gone' }),
+      ]);
+      expect([first, second].filter(Boolean)).toHaveLength(1);
+      const disabled = (await store.get('s1'))!;
+      expect(disabled.status).toBe('disabled');
+      expect([1000, 2000]).toContain(disabled.disabled?.atMs);
+      expect(await store.setStatus('s1', 'disabled', { atMs: 3000 })).toBe(false);
+      expect(await store.listActive()).toEqual([]);
+      expect(await store.setStatus('s1', 'active', { atMs: 4000 })).toBe(true);
+      expect(await store.setStatus('s1', 'active', { atMs: 5000 })).toBe(false);
+      const enabled = (await store.get('s1'))!;
+      expect(enabled).toEqual(subscription('s1'));
+      expect((await store.listActive()).map((s) => s.id)).toEqual(['s1']);
+    });
+
+    it('counts a failing streak atomically, and a success ends it and reports it once', async () => {
+      await store.create(subscription('s1'));
+      await store.create(subscription('s2'));
+      expect(await store.recordAttempt('s1', true, 100)).toBeUndefined();
+      expect(await store.recordAttempt('s1', false, 200)).toEqual({ failures: 1, sinceMs: 200 });
+      await Promise.all(Array.from({ length: 20 }, (_, i) => store.recordAttempt('s1', false, 300 + i)));
+      expect(await store.recordAttempt('s1', false, 400)).toEqual({ failures: 22, sinceMs: 200 });
+      expect((await store.get('s1'))?.failing).toEqual({ failures: 22, sinceMs: 200 });
+      expect((await store.get('s2'))?.failing).toBeUndefined();
+      const ends = await Promise.all([store.recordAttempt('s1', true, 500), store.recordAttempt('s1', true, 501)]);
+      expect(ends.filter((e) => e !== undefined)).toEqual([{ failures: 22, sinceMs: 200 }]);
+      expect((await store.get('s1'))?.failing).toBeUndefined();
+      expect(await store.recordAttempt('missing', false, 600)).toBeUndefined();
+    });
+
+    it('rotates a secret: the old one stays as previous until its end, a second rotation drops the first, expired ones are deleted', async () => {
+      await store.create(subscription('s1', 'alice', { secret: 'whsec_b25l' }));
+      await store.create(subscription('s2', 'alice'));
+      expect(await store.rotateSecret('s1', 'whsec_dHdv', 10_000)).toBe(true);
+      expect(await store.get('s1')).toMatchObject({ secret: 'whsec_dHdv', previousSecret: { secret: 'whsec_b25l', untilMs: 10_000 } });
+      expect(await store.rotateSecret('s1', 'whsec_dGhyZWU=', 20_000)).toBe(true);
+      expect(await store.get('s1')).toMatchObject({ secret: 'whsec_dGhyZWU=', previousSecret: { secret: 'whsec_dHdv', untilMs: 20_000 } });
+      expect(await store.rotateSecret('s2', 'whsec_Zmlyc3Q=', 30_000)).toBe(true);
+      expect(await store.get('s2')).toEqual(subscription('s2', 'alice', { secret: 'whsec_Zmlyc3Q=' }));
+      expect(await store.rotateSecret('missing', 'whsec_eA==', 1)).toBe(false);
+      expect(await store.dropExpiredSecrets(19_999)).toBe(0);
+      expect(await store.dropExpiredSecrets(20_000)).toBe(1);
+      expect(await store.get('s1')).toEqual(subscription('s1', 'alice', { secret: 'whsec_dGhyZWU=' }));
+      expect(await store.dropExpiredSecrets(99_999)).toBe(0);
     });
 
     it('deletes one, and every subscription of a service', async () => {
