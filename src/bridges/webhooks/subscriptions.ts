@@ -16,7 +16,7 @@ import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
 import type { Delivery, DeliveryQueue, DeliveryStatus } from './DeliveryQueue.ts';
 import { messageId } from './fan-out.ts';
 import type { OperationalEvents } from './operational-events.ts';
-import type { SsrfGuard } from './ssrf-guard.ts';
+import type { SsrfGuard } from '../../egress/ssrf-guard.ts';
 import { generateSecret, type RotationRequest, type SubscriptionRequest } from './subscription-request.ts';
 import { describeSubscription, wantsType, type Subscription, type SubscriptionDescriptor, type SubscriptionStore } from './SubscriptionStore.ts';
 
