@@ -43,7 +43,9 @@ async function replica(prefix: string, url = SHARED_REDIS_URL, client: DeliveryP
   const registry = new Registry();
   const metrics = webhookMetrics(registry);
   const logger = pino({ level: 'silent' });
-  const events = new OperationalEvents(new MemoryEventLog(), logger);
+  const log = new MemoryEventLog();
+  await log.open();
+  const events = new OperationalEvents(log, logger);
   const disableAfter = { durationMs: 0, failures: 1 };
   const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client, scheduleMs: [100], concurrency: 8, leaseMs: 30_000, metrics, logger, events, disableAfter });
   const claimed = async () => (await metrics.claims.get()).values.find((v) => v.labels.outcome === 'claimed')?.value ?? 0;
