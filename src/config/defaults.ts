@@ -157,6 +157,7 @@ function webhooks(raw: RawMap, ctx: Context): WebhooksConfig {
     maxSubscriptions: num(raw.maxSubscriptions, 10_000),
     disableAfter: { durationMs: ms(asMap(raw.disableAfter).duration, '5d'), failures: num(asMap(raw.disableAfter).failures, 10) },
     rotationOverlapMs: ms(raw.rotationOverlap, '24h'),
+    recovery: { perSecond: num(asMap(raw.recovery).perSecond, 50), concurrency: num(asMap(raw.recovery).concurrency, 4) },
   };
   if (typeof raw.ca === 'string') config.ca = resolve(ctx.dir, raw.ca);
   if (typeof raw.secretKey === 'string') config.secretKey = raw.secretKey;

@@ -140,6 +140,8 @@ export interface WebhooksConfig {
   disableAfter: { durationMs: number; failures: number };
   /** Default overlap of a secret rotation: the old secret still signs this long, ms (default 24 h). */
   rotationOverlapMs: number;
+  /** Recoveries of a time range: posts a second per recovery (default 50), recoveries run at once per replica (default 4). */
+  recovery: { perSecond: number; concurrency: number };
 }
 
 export type BackendConfig = LegacyBackendConfig | ProtoBackendConfig;

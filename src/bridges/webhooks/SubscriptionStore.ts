@@ -65,6 +65,35 @@ export interface SubscriptionDescriptor {
   previousSecretExpiresAt?: string;
 }
 
+/** The state of a recovery: it runs until the window is read, or it fails or is cancelled (its subscription went away). */
+export type RecoveryStatus = 'running' | 'completed' | 'failed' | 'cancelled';
+
+/**
+ * A recovery of a time range of the log for one subscription (`POST /subscriptions/{id}/recover`):
+ * the events of the window that the subscription takes, re-sent in log order on a lane of their
+ * own, from a durable position, by whichever replica holds its lease.
+ */
+export interface Recovery {
+  id: string;
+  subscriptionId: string;
+  /** The window on the events' `time`, epoch ms, both ends included. */
+  sinceMs: number;
+  untilMs: number;
+  /** The log's head when it started: later events are delivered live, not recovered. */
+  endPosition: number;
+  /** The position of the last event handled (sent, or skipped by the filter). */
+  position: number;
+  status: RecoveryStatus;
+  /** Events sent so far. */
+  delivered: number;
+  /** When the part of the window before this instant (epoch ms) was no longer in the log at the start (retention). */
+  goneUntilMs?: number;
+  /** Why it failed. */
+  error?: string;
+  createdMs: number;
+  updatedMs: number;
+}
+
 /** How `setStatus` records a change: when, and for `disabled`, why. */
 export interface StatusChange {
   atMs: number;
@@ -102,6 +131,24 @@ export interface SubscriptionStore {
   rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean>;
   /** Deletes every previous secret whose overlap ended by `nowMs`; returns how many. */
   dropExpiredSecrets(nowMs: number): Promise<number>;
+  /**
+   * Stores a new `running` recovery unless its subscription has one running already: returns
+   * undefined when stored, else the id of the running one (one recovery per subscription at a time).
+   */
+  startRecovery(recovery: Recovery): Promise<string | undefined>;
+  /** The recovery with this id, or undefined. */
+  getRecovery(id: string): Promise<Recovery | undefined>;
+  /**
+   * Leased claim of one running recovery whose lease is free or ended at `nowMs`: leased to `owner`
+   * until `nowMs + leaseMs`; of two concurrent claimers, never both get one. Undefined when none.
+   */
+  claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined>;
+  /**
+   * Writes a recovery's progress while `owner` holds its lease (renewed until `nowMs + leaseMs`); a
+   * recovery that is no longer `running` gives up its lease and its subscription's slot, and so
+   * does `release`. False, with nothing written, when `owner` no longer holds the lease.
+   */
+  saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release?: boolean): Promise<boolean>;
   /** Deletes one; returns false when there was none. */
   delete(id: string): Promise<boolean>;
   /** Deletes every subscription linked to `serviceId`; returns their ids. */

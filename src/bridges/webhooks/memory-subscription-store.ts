@@ -1,11 +1,15 @@
 /**
  * Subscriptions in memory (`storage.driver: memory`): same behaviour as the SQLite store, nothing kept.
  */
-import type { FailingStreak, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import type { FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 /** A `SubscriptionStore` in a Map (insertion order = creation order). */
 export class MemorySubscriptionStore implements SubscriptionStore {
   readonly #byId = new Map<string, Subscription>();
+  readonly #recoveries = new Map<string, Recovery>();
+  /** Subscription id → id of its running recovery. */
+  readonly #running = new Map<string, string>();
+  readonly #leases = new Map<string, { owner: string; untilMs: number }>();
 
   async open(): Promise<void> {}
 
@@ -69,6 +73,39 @@ export class MemorySubscriptionStore implements SubscriptionStore {
       }
     }
     return dropped;
+  }
+
+  async startRecovery(recovery: Recovery): Promise<string | undefined> {
+    const running = this.#running.get(recovery.subscriptionId);
+    if (running !== undefined) return running;
+    this.#recoveries.set(recovery.id, { ...recovery });
+    this.#running.set(recovery.subscriptionId, recovery.id);
+    return undefined;
+  }
+
+  async getRecovery(id: string): Promise<Recovery | undefined> {
+    const found = this.#recoveries.get(id);
+    return found && { ...found };
+  }
+
+  async claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
+    for (const id of this.#running.values()) {
+      const lease = this.#leases.get(id);
+      if (lease !== undefined && lease.untilMs > nowMs) continue;
+      this.#leases.set(id, { owner, untilMs: nowMs + leaseMs });
+      return { ...this.#recoveries.get(id)! };
+    }
+    return undefined;
+  }
+
+  async saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release = false): Promise<boolean> {
+    const lease = this.#leases.get(recovery.id);
+    if (lease === undefined || lease.owner !== owner) return false;
+    this.#recoveries.set(recovery.id, { ...recovery });
+    if (release || recovery.status !== 'running') this.#leases.delete(recovery.id);
+    else lease.untilMs = nowMs + leaseMs;
+    if (recovery.status !== 'running') this.#running.delete(recovery.subscriptionId);
+    return true;
   }
 
   async delete(id: string): Promise<boolean> {

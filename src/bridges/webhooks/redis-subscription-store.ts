@@ -8,6 +8,8 @@
  * and `P sub:failing-since` (the failing streak), `P sub:disabled` (`{atMs} {reason}`),
  * `P sub:secret` (the secret after a rotation; before one, the JSON's), `P sub:previous-secret`
  * (`{untilMs} {secret}`) with `P sub:previous-secret:until` (sorted by the end of the overlap).
+ * Recoveries: `P rec:all` hash id → JSON, `P rec:running` hash subscription id → id of its running
+ * recovery, `P rec:lease` hash id → `{untilMs} {owner}`.
  * Each change is one Lua script (atomic); key names are built from the prefix inside the scripts,
  * so Redis Cluster is not supported.
  */
@@ -15,7 +17,7 @@ import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
-import type { DisabledReason, FailingStreak, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import type { DisabledReason, FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 /** Where the store connects. */
 export type RedisSubscriptionStoreOptions = RedisStoreOptions;
@@ -104,6 +106,38 @@ else
   redis.call('ZREM', p .. 'sub:previous-secret:until', id)
 end
 redis.call('HSET', p .. 'sub:secret', id, ARGV[3])
+return 1`);
+
+/** ARGV: prefix, id, subscription id, JSON. Returns the id of the subscription's running recovery, or false when stored. */
+const START_RECOVERY = new RedisScript(`
+local p = ARGV[1]
+local running = redis.call('HGET', p .. 'rec:running', ARGV[3])
+if running then return running end
+redis.call('HSET', p .. 'rec:all', ARGV[2], ARGV[4])
+redis.call('HSET', p .. 'rec:running', ARGV[3], ARGV[2])
+return false`);
+
+/** ARGV: prefix, owner, now (ms), lease end (ms). Returns the JSON of the recovery leased, or false. */
+const CLAIM_RECOVERY = new RedisScript(`
+local p = ARGV[1]
+for _, id in ipairs(redis.call('HVALS', p .. 'rec:running')) do
+  local lease = redis.call('HGET', p .. 'rec:lease', id)
+  if not lease or tonumber(string.match(lease, '^(%d+)')) <= tonumber(ARGV[3]) then
+    redis.call('HSET', p .. 'rec:lease', id, ARGV[4] .. ' ' .. ARGV[2])
+    return redis.call('HGET', p .. 'rec:all', id)
+  end
+end
+return false`);
+
+/** ARGV: prefix, id, owner, JSON, lease end (ms) or '' to release, '1' when no longer running, subscription id. Returns 1 when written. */
+const SAVE_RECOVERY = new RedisScript(`
+local p = ARGV[1]
+local id = ARGV[2]
+local lease = redis.call('HGET', p .. 'rec:lease', id)
+if not lease or string.sub(lease, string.find(lease, ' ') + 1) ~= ARGV[3] then return 0 end
+redis.call('HSET', p .. 'rec:all', id, ARGV[4])
+if ARGV[5] == '' then redis.call('HDEL', p .. 'rec:lease', id) else redis.call('HSET', p .. 'rec:lease', id, ARGV[5] .. ' ' .. ARGV[3]) end
+if ARGV[6] == '1' and redis.call('HGET', p .. 'rec:running', ARGV[7]) == id then redis.call('HDEL', p .. 'rec:running', ARGV[7]) end
 return 1`);
 
 /** ARGV: prefix, now (ms). Returns how many previous secrets were deleted. */
@@ -197,6 +231,30 @@ export class RedisSubscriptionStore implements SubscriptionStore {
   async dropExpiredSecrets(nowMs: number): Promise<number> {
     const client = this.#connected();
     return Number(await whileRedisAnswers(STORE, () => DROP_EXPIRED_SECRETS.run(client, [], [this.#p, String(nowMs)])));
+  }
+
+  async startRecovery(recovery: Recovery): Promise<string | undefined> {
+    const running = await this.#run(START_RECOVERY, [recovery.subscriptionId, JSON.stringify(recovery)], recovery.id);
+    return typeof running === 'string' ? running : undefined;
+  }
+
+  async getRecovery(id: string): Promise<Recovery | undefined> {
+    const client = this.#connected();
+    const json = await whileRedisAnswers(STORE, () => client.hget(`${this.#p}rec:all`, id));
+    return json === null ? undefined : (JSON.parse(json) as Recovery);
+  }
+
+  async claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
+    const client = this.#connected();
+    const json = await whileRedisAnswers(STORE, () => CLAIM_RECOVERY.run(client, [], [this.#p, owner, String(nowMs), String(nowMs + leaseMs)]));
+    return typeof json === 'string' ? (JSON.parse(json) as Recovery) : undefined;
+  }
+
+  async saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release = false): Promise<boolean> {
+    const done = recovery.status !== 'running';
+    const leaseEnd = release || done ? '' : String(nowMs + leaseMs);
+    const saved = await this.#run(SAVE_RECOVERY, [owner, JSON.stringify(recovery), leaseEnd, done ? '1' : '0', recovery.subscriptionId], recovery.id);
+    return saved === 1;
   }
 
   async delete(id: string): Promise<boolean> {

@@ -11,7 +11,7 @@
  * above it (fan-out, deliveries) sees the plain secret it signs with.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { FailingStreak, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import type { FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 /** Length of a key, bytes (AES-256). */
 export const SECRET_KEY_BYTES = 32;
@@ -112,6 +112,22 @@ export class SealedSubscriptionStore implements SubscriptionStore {
 
   dropExpiredSecrets(nowMs: number): Promise<number> {
     return this.#inner.dropExpiredSecrets(nowMs);
+  }
+
+  startRecovery(recovery: Recovery): Promise<string | undefined> {
+    return this.#inner.startRecovery(recovery);
+  }
+
+  getRecovery(id: string): Promise<Recovery | undefined> {
+    return this.#inner.getRecovery(id);
+  }
+
+  claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
+    return this.#inner.claimRecovery(owner, nowMs, leaseMs);
+  }
+
+  saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release?: boolean): Promise<boolean> {
+    return this.#inner.saveRecovery(recovery, owner, nowMs, leaseMs, release);
   }
 
   delete(id: string): Promise<boolean> {

@@ -7,7 +7,7 @@
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { SqliteHandle } from '../../storage/sqlite.ts';
-import type { DisabledReason, FailingStreak, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import type { DisabledReason, FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_subscriptions (
@@ -24,6 +24,15 @@ CREATE TABLE IF NOT EXISTS webhook_subscriptions (
 );
 CREATE INDEX IF NOT EXISTS webhook_subscriptions_principal ON webhook_subscriptions (principal, seq);
 CREATE INDEX IF NOT EXISTS webhook_subscriptions_service ON webhook_subscriptions (service_id);
+CREATE TABLE IF NOT EXISTS webhook_recoveries (
+  id              TEXT PRIMARY KEY,
+  subscription_id TEXT NOT NULL,
+  status          TEXT NOT NULL,
+  lease_owner     TEXT,
+  lease_until_ms  INTEGER,
+  body            TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS webhook_recoveries_running ON webhook_recoveries (subscription_id) WHERE status = 'running';
 `;
 
 /** Columns added after the first release (issue 28), with their SQL types. */
@@ -76,6 +85,12 @@ interface Statements {
   delete: StatementSync;
   byService: StatementSync;
   deleteByService: StatementSync;
+  runningRecovery: StatementSync;
+  insertRecovery: StatementSync;
+  getRecovery: StatementSync;
+  freeRecovery: StatementSync;
+  leaseRecovery: StatementSync;
+  saveRecovery: StatementSync;
 }
 
 /** A `SubscriptionStore` in one SQLite file (or `:memory:`). */
@@ -140,6 +155,35 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
     return Number(this.#sqlite.statements.dropSecrets.run(nowMs).changes);
   }
 
+  async startRecovery(recovery: Recovery): Promise<string | undefined> {
+    return this.#sqlite.transaction((sql) => {
+      const running = sql.runningRecovery.get(recovery.subscriptionId) as { id: string } | undefined;
+      if (running) return running.id;
+      sql.insertRecovery.run(recovery.id, recovery.subscriptionId, recovery.status, JSON.stringify(recovery));
+      return undefined;
+    });
+  }
+
+  async getRecovery(id: string): Promise<Recovery | undefined> {
+    const row = this.#sqlite.statements.getRecovery.get(id) as { body: string } | undefined;
+    return row && (JSON.parse(row.body) as Recovery);
+  }
+
+  async claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
+    return this.#sqlite.transaction((sql) => {
+      const row = sql.freeRecovery.get(nowMs) as { id: string; body: string } | undefined;
+      if (!row) return undefined;
+      sql.leaseRecovery.run(owner, nowMs + leaseMs, row.id);
+      return JSON.parse(row.body) as Recovery;
+    });
+  }
+
+  async saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release = false): Promise<boolean> {
+    const free = release || recovery.status !== 'running';
+    const result = this.#sqlite.statements.saveRecovery.run(recovery.status, free ? null : owner, free ? null : nowMs + leaseMs, JSON.stringify(recovery), recovery.id, owner);
+    return Number(result.changes) > 0;
+  }
+
   async delete(id: string): Promise<boolean> {
     return Number(this.#sqlite.statements.delete.run(id).changes) > 0;
   }
@@ -182,6 +226,14 @@ function prepare(db: DatabaseSync): Statements {
     delete: db.prepare('DELETE FROM webhook_subscriptions WHERE id = ?'),
     byService: db.prepare('SELECT id FROM webhook_subscriptions WHERE service_id = ?'),
     deleteByService: db.prepare('DELETE FROM webhook_subscriptions WHERE service_id = ?'),
+    runningRecovery: db.prepare("SELECT id FROM webhook_recoveries WHERE subscription_id = ? AND status = 'running'"),
+    insertRecovery: db.prepare('INSERT INTO webhook_recoveries (id, subscription_id, status, body) VALUES (?, ?, ?, ?)'),
+    getRecovery: db.prepare('SELECT body FROM webhook_recoveries WHERE id = ?'),
+    freeRecovery: db.prepare(
+      "SELECT id, body FROM webhook_recoveries WHERE status = 'running' AND (lease_until_ms IS NULL OR lease_until_ms <= ?) ORDER BY rowid LIMIT 1",
+    ),
+    leaseRecovery: db.prepare('UPDATE webhook_recoveries SET lease_owner = ?, lease_until_ms = ? WHERE id = ?'),
+    saveRecovery: db.prepare('UPDATE webhook_recoveries SET status = ?, lease_owner = ?, lease_until_ms = ?, body = ? WHERE id = ? AND lease_owner = ?'),
   };
 }
 

@@ -103,3 +103,44 @@ export function parseSubscriptionRequest(body: unknown): SubscriptionRequest {
 
 
 
+
+/** A checked `POST /subscriptions/{id}/recover` body: the window on the events' `time`, epoch ms. */
+export interface RecoveryRequest {
+  sinceMs: number;
+  /** Undefined = now. */
+  untilMs?: number;
+}
+
+/** Checks a recovery body: `since` (required) and `until` as RFC 3339 date-times, `since` not after `until`. */
+export function parseRecoveryRequest(body: unknown): RecoveryRequest {
+  const root = objectField(body, 'body');
+  const request: RecoveryRequest = { sinceMs: timeField(root.since, 'since') };
+  if (root.until !== undefined) {
+    request.untilMs = timeField(root.until, 'until');
+    if (request.untilMs < request.sinceMs) throw invalidField('until', 'must not be before since');
+  }
+  return request;
+}
+
+/** A checked `POST /subscriptions/{id}/enable` body. */
+export interface EnableRequest {
+  /** Also recover the events appended while it was disabled. */
+  recover: boolean;
+}
+
+/** Checks an enable body (an empty body is `{}`). */
+export function parseEnableRequest(body: unknown): EnableRequest {
+  const root = objectField(body ?? {}, 'body');
+  if (root.recover !== undefined && typeof root.recover !== 'boolean') throw invalidField('recover', 'must be true or false');
+  return { recover: root.recover === true };
+}
+
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** `value` as an RFC 3339 date-time, in epoch ms. */
+function timeField(value: unknown, name: string): number {
+  const text = stringField(value, name, 64);
+  const ms = DATE_TIME.test(text) ? Date.parse(text) : Number.NaN;
+  if (!Number.isFinite(ms)) throw invalidField(name, 'must be an RFC 3339 date-time, e.g. 2030-01-01T00:00:00Z');
+  return ms;
+}

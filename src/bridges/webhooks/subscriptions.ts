@@ -17,8 +17,27 @@ import type { Delivery, DeliveryQueue, DeliveryStatus } from './DeliveryQueue.ts
 import { messageId } from './fan-out.ts';
 import type { OperationalEvents } from './operational-events.ts';
 import type { SsrfGuard } from '../../egress/ssrf-guard.ts';
-import { generateSecret, type RotationRequest, type SubscriptionRequest } from './subscription-request.ts';
-import { describeSubscription, wantsType, type Subscription, type SubscriptionDescriptor, type SubscriptionStore } from './SubscriptionStore.ts';
+import { generateSecret, type RecoveryRequest, type RotationRequest, type SubscriptionRequest } from './subscription-request.ts';
+import { describeSubscription, wantsType, type Recovery, type Subscription, type SubscriptionDescriptor, type SubscriptionStore } from './SubscriptionStore.ts';
+
+/** A recovery as `GET /subscriptions/{id}/recoveries/{rid}` shows it. */
+export interface RecoveryView {
+  id: string;
+  subscriptionId: string;
+  since: string;
+  until: string;
+  status: Recovery['status'];
+  /** Events sent so far. */
+  delivered: number;
+  /** Log positions: the last one handled, and the last one the recovery covers (the head when it started). */
+  position: number;
+  endPosition: number;
+  /** The part of the window no longer in the log when it started (retention removed it): nothing of it is recovered. */
+  gone?: { since: string; until: string };
+  error?: string;
+  createdAt: string;
+  updatedAt: string;
+}
 
 /** The answer to a creation: the descriptor, and the secret when the gateway generated it (shown this once). */
 export type CreatedSubscription = SubscriptionDescriptor & { webhook: { url: string; secret?: string } };
@@ -62,6 +81,8 @@ export interface SubscriptionsOptions {
   events: OperationalEvents;
   /** `webhooks.rotationOverlap`, ms: how long a rotated-out secret still signs by default. */
   rotationOverlapMs: number;
+  /** Called when a recovery was started (wakes the recovery runner). */
+  onRecovery: () => void;
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
@@ -177,11 +198,70 @@ export class Subscriptions {
    * deliveries of events appended from now on resume, its failing streak starts over, and
    * `SubscriptionEnabledV1` is told. An active subscription is left as it is. `NOT_FOUND` otherwise.
    */
-  async enable(principal: string, id: string): Promise<SubscriptionDescriptor> {
-    await this.#own(principal, id);
+  async enable(principal: string, id: string, options: { recover: boolean } = { recover: false }): Promise<SubscriptionDescriptor & { recovery?: RecoveryView }> {
+    const before = await this.#own(principal, id);
     const now = this.#now();
-    if (await this.#o.store.setStatus(id, 'active', { atMs: now })) await this.#o.events.enabled(id, now);
-    return describeSubscription(await this.#own(principal, id));
+    const enabled = await this.#o.store.setStatus(id, 'active', { atMs: now });
+    if (enabled) await this.#o.events.enabled(id, now);
+    const descriptor: SubscriptionDescriptor & { recovery?: RecoveryView } = describeSubscription(await this.#own(principal, id));
+    if (options.recover && enabled && before.disabled !== undefined) {
+      descriptor.recovery = await this.recover(principal, id, { sinceMs: before.disabled.atMs, untilMs: now });
+    }
+    return descriptor;
+  }
+
+  /**
+   * Starts a recovery of one of `principal`'s subscriptions: every event of the log whose `time` is
+   * in the window and that the subscription takes is sent again, in log order, on the recovery lane
+   * (`recovery-runner.ts`). `CONFLICT` when the subscription is not active or has a recovery running
+   * (`details.recoveryId`). A window partly removed by retention recovers what is left; `gone` says
+   * which part was no longer there.
+   */
+  async recover(principal: string, id: string, request: RecoveryRequest): Promise<RecoveryView> {
+    const subscription = await this.#own(principal, id);
+    if (subscription.status !== 'active') {
+      throw new ProtoError('CONFLICT', `subscription "${id}" is ${subscription.status}; enable it first (POST /subscriptions/${id}/enable with {"recover": true})`);
+    }
+    const now = this.#now();
+    const recovery: Recovery = {
+      id: randomUUID(),
+      subscriptionId: id,
+      sinceMs: request.sinceMs,
+      untilMs: request.untilMs ?? now,
+      endPosition: await this.#o.log.head(),
+      position: 0,
+      status: 'running',
+      delivered: 0,
+      createdMs: now,
+      updatedMs: now,
+    };
+    const goneUntilMs = await this.#goneUntil(recovery.sinceMs);
+    if (goneUntilMs !== undefined) recovery.goneUntilMs = Math.min(goneUntilMs, recovery.untilMs);
+    const running = await this.#o.store.startRecovery(recovery);
+    if (running !== undefined) {
+      throw new ProtoError('CONFLICT', `subscription "${id}" has a recovery running (${running}); one at a time`, { recoveryId: running });
+    }
+    this.#o.onRecovery();
+    return recoveryView(recovery);
+  }
+
+  /** A recovery of one of `principal`'s subscriptions; `NOT_FOUND` otherwise. */
+  async recovery(principal: string, id: string, recoveryId: string): Promise<RecoveryView> {
+    await this.#own(principal, id);
+    const recovery = await this.#o.store.getRecovery(recoveryId);
+    if (!recovery || recovery.subscriptionId !== id) throw new ProtoError('NOT_FOUND', `no recovery "${recoveryId}" of subscription "${id}"`);
+    return recoveryView(recovery);
+  }
+
+  /**
+   * When retention has removed events (the log's first position is past 1) and its oldest event is
+   * later than `sinceMs`: that event's time, the end of the part of the window that is gone.
+   */
+  async #goneUntil(sinceMs: number): Promise<number | undefined> {
+    const oldest = (await this.#o.log.query({}, 0, 1)).events[0];
+    if (!oldest || oldest.position <= 1) return undefined;
+    const oldestMs = Date.parse(oldest.event.time);
+    return oldestMs > sinceMs ? oldestMs : undefined;
   }
 
   /**
@@ -257,6 +337,24 @@ export class Subscriptions {
     await this.#o.queue.deleteSubscription(id);
     this.#o.onDeleted(id);
   }
+}
+
+function recoveryView(r: Recovery): RecoveryView {
+  const view: RecoveryView = {
+    id: r.id,
+    subscriptionId: r.subscriptionId,
+    since: new Date(r.sinceMs).toISOString(),
+    until: new Date(r.untilMs).toISOString(),
+    status: r.status,
+    delivered: r.delivered,
+    position: r.position,
+    endPosition: r.endPosition,
+    createdAt: new Date(r.createdMs).toISOString(),
+    updatedAt: new Date(r.updatedMs).toISOString(),
+  };
+  if (r.goneUntilMs !== undefined) view.gone = { since: view.since, until: new Date(r.goneUntilMs).toISOString() };
+  if (r.error !== undefined) view.error = r.error;
+  return view;
 }
 
 function viewOf(d: Delivery): DeliveryView {

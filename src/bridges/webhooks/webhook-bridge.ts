@@ -27,6 +27,7 @@ import { RedisSubscriptionStore } from './redis-subscription-store.ts';
 import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
 import { SsrfGuard, type Resolver } from '../../egress/ssrf-guard.ts';
 import { OperationalEvents } from './operational-events.ts';
+import { RecoveryRunner } from './recovery-runner.ts';
 import { Subscriptions } from './subscriptions.ts';
 import type { SubscriptionStore } from './SubscriptionStore.ts';
 
@@ -66,6 +67,7 @@ export class WebhookBridge {
   readonly #client: DeliveryClient;
   readonly #dispatcher: DeliveryDispatcher;
   readonly #fanOut: WebhookFanOut;
+  readonly #recoveries: RecoveryRunner;
   readonly #logger: Logger;
   #purgeTimer: NodeJS.Timeout | undefined;
   #secretTimer: NodeJS.Timeout | undefined;
@@ -104,6 +106,14 @@ export class WebhookBridge {
       events,
       disableAfter: config.disableAfter,
     });
+    this.#recoveries = new RecoveryRunner({
+      store: this.#store,
+      log: options.log,
+      client: options.poster ?? this.#client,
+      perSecond: config.recovery.perSecond,
+      concurrency: config.recovery.concurrency,
+      logger,
+    });
     this.#fanOut = new WebhookFanOut({
       log: options.log,
       subscriptions: this.#store,
@@ -123,6 +133,7 @@ export class WebhookBridge {
       limits: { perPrincipal: options.config.maxSubscriptionsPerPrincipal, total: options.config.maxSubscriptions },
       events,
       rotationOverlapMs: config.rotationOverlapMs,
+      onRecovery: () => this.#recoveries.wake(),
     });
     metrics.trackQueue(() => this.#queue.counts());
   }
@@ -134,6 +145,7 @@ export class WebhookBridge {
     await this.#purge();
     await this.#dispatcher.start();
     await this.#fanOut.start();
+    this.#recoveries.start();
     this.#purgeTimer = setInterval(() => void this.#purge(), PURGE_EVERY_MS);
     this.#purgeTimer.unref();
     this.#secretTimer = setInterval(() => void this.#dropExpiredSecrets(), SECRET_SWEEP_EVERY_MS);
@@ -160,6 +172,7 @@ export class WebhookBridge {
     clearInterval(this.#purgeTimer);
     clearInterval(this.#secretTimer);
     await this.#fanOut.close();
+    await this.#recoveries.close();
     await this.#dispatcher.close();
     await this.#client.close();
     await this.#queue.close();

@@ -6,14 +6,16 @@
  * (a dead or succeeded delivery is due again). Scopes follow the method: `write` for POST and DELETE, `read` for
  * GETs. A secret is in an answer only once, when the gateway generated it (creation, rotation).
  *
- * Operations (issue 28): `POST /subscriptions/{id}/enable` → 200 with the descriptor,
+ * Operations (issue 28): `POST /subscriptions/{id}/enable` `{ recover? }` → 200 with the descriptor,
+ * `POST /subscriptions/{id}/recover` `{ since, until? }` → 202 with the recovery (409 while one
+ * runs), `GET /subscriptions/{id}/recoveries/{recoveryId}`,
  * `POST /subscriptions/{id}/events/{eventId}/resend` → 202 with the delivery, and
  * `POST /subscriptions/{id}/secret/rotate` `{ secret?, overlap? }` → 200.
  */
 import type { RequestContext } from '../route.ts';
 import { ProtoError } from '../../errors.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../bridges/webhooks/DeliveryQueue.ts';
-import { parseRotationRequest, parseSubscriptionRequest } from '../../bridges/webhooks/subscription-request.ts';
+import { parseEnableRequest, parseRecoveryRequest, parseRotationRequest, parseSubscriptionRequest } from '../../bridges/webhooks/subscription-request.ts';
 import type { Subscriptions } from '../../bridges/webhooks/subscriptions.ts';
 import { positiveInteger, text } from '../params.ts';
 import type { Route } from '../route.ts';
@@ -70,10 +72,24 @@ export function subscriptionRoutes(subscriptions: Subscriptions): Route[] {
       method: 'POST',
       path: '/subscriptions/:id/enable',
       handle: async (ctx) => {
-        const descriptor = await subscriptions.enable(ctx.principal.id, ctx.params.id);
-        ctx.log.info({ subscription: ctx.params.id }, 'webhook subscription enabled on request');
+        const descriptor = await subscriptions.enable(ctx.principal.id, ctx.params.id, parseEnableRequest(await optionalJson(ctx)));
+        ctx.log.info({ subscription: ctx.params.id, recovery: descriptor.recovery?.id }, 'webhook subscription enabled on request');
         return { status: 200, body: descriptor };
       },
+    },
+    {
+      method: 'POST',
+      path: '/subscriptions/:id/recover',
+      handle: async (ctx) => {
+        const recovery = await subscriptions.recover(ctx.principal.id, ctx.params.id, parseRecoveryRequest(await ctx.json()));
+        ctx.log.info({ subscription: ctx.params.id, recovery: recovery.id, since: recovery.since, until: recovery.until }, 'webhook recovery started');
+        return { status: 202, body: recovery };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/subscriptions/:id/recoveries/:recoveryId',
+      handle: async (ctx) => ({ status: 200, body: await subscriptions.recovery(ctx.principal.id, ctx.params.id, ctx.params.recoveryId) }),
     },
     {
       method: 'POST',

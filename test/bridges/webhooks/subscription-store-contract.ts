@@ -3,7 +3,12 @@
  * by `subscription-store.test.ts` with a factory of fresh, unopened, empty stores.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Subscription, SubscriptionStore } from '../../../src/bridges/webhooks/SubscriptionStore.ts';
+import type { Recovery, Subscription, SubscriptionStore } from '../../../src/bridges/webhooks/SubscriptionStore.ts';
+
+/** A running recovery `id` of subscription `subscriptionId`, and overrides. */
+export function recovery(id: string, subscriptionId = 's1', overrides: Partial<Recovery> = {}): Recovery {
+  return { id, subscriptionId, sinceMs: 1000, untilMs: 2000, endPosition: 50, position: 0, status: 'running', delivered: 0, createdMs: 10, updatedMs: 10, ...overrides };
+}
 
 /** A subscription with `id`, owned by `principal`, and overrides. */
 export function subscription(id: string, principal = 'alice', overrides: Partial<Subscription> = {}): Subscription {
@@ -118,6 +123,35 @@ export function subscriptionStoreContract(name: string, make: () => Subscription
       expect(await store.dropExpiredSecrets(20_000)).toBe(1);
       expect(await store.get('s1')).toEqual(subscription('s1', 'alice', { secret: 'whsec_dGhyZWU=' }));
       expect(await store.dropExpiredSecrets(99_999)).toBe(0);
+    });
+
+    it('keeps one running recovery per subscription: a second one is answered with the running one\'s id', async () => {
+      expect(await store.startRecovery(recovery('r1', 's1', { goneUntilMs: 1500 }))).toBeUndefined();
+      expect(await store.startRecovery(recovery('r2', 's1'))).toBe('r1');
+      expect(await store.startRecovery(recovery('r3', 's2'))).toBeUndefined();
+      expect(await store.getRecovery('r1')).toEqual(recovery('r1', 's1', { goneUntilMs: 1500 }));
+      expect(await store.getRecovery('r2')).toBeUndefined();
+    });
+
+    it('leases a running recovery to one claimer at a time, takes it over when the lease ends, and frees the slot when it ends', async () => {
+      await store.startRecovery(recovery('r1'));
+      const claims = await Promise.all([store.claimRecovery('a', 100, 1000), store.claimRecovery('b', 100, 1000)]);
+      expect(claims.filter((c) => c !== undefined).map((c) => c!.id)).toEqual(['r1']);
+      const owner = claims[0] ? 'a' : 'b';
+      const other = owner === 'a' ? 'b' : 'a';
+      expect(await store.claimRecovery(other, 1099, 1000)).toBeUndefined();
+      expect(await store.saveRecovery(recovery('r1', 's1', { position: 7, delivered: 3 }), other, 1099, 1000)).toBe(false);
+      expect(await store.saveRecovery(recovery('r1', 's1', { position: 7, delivered: 3 }), owner, 1050, 1000)).toBe(true);
+      expect(await store.claimRecovery(other, 2049, 1000)).toBeUndefined();
+      const taken = await store.claimRecovery(other, 2050, 1000);
+      expect(taken).toEqual(recovery('r1', 's1', { position: 7, delivered: 3 }));
+      expect(await store.saveRecovery(recovery('r1', 's1', { position: 8 }), owner, 2060, 1000)).toBe(false);
+      expect(await store.saveRecovery(recovery('r1', 's1', { position: 9 }), other, 2060, 1000, true)).toBe(true);
+      expect((await store.claimRecovery(owner, 2061, 1000))?.position).toBe(9);
+      expect(await store.saveRecovery(recovery('r1', 's1', { position: 50, status: 'completed', delivered: 40 }), owner, 2070, 1000)).toBe(true);
+      expect(await store.claimRecovery(other, 99_999, 1000)).toBeUndefined();
+      expect(await store.getRecovery('r1')).toMatchObject({ status: 'completed', delivered: 40 });
+      expect(await store.startRecovery(recovery('r2', 's1'))).toBeUndefined();
     });
 
     it('deletes one, and every subscription of a service', async () => {
