@@ -44,7 +44,7 @@ import { createCommandPath, type CommandPath } from './command-path.ts';
 import { SsrfGuard, type Resolver } from './egress/ssrf-guard.ts';
 import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
 import { fanOutReader } from './bridges/webhooks/fan-out.ts';
-import { subscriptionRoutes } from './http/routes/subscriptions.ts';
+import { subscriptionRoutes } from './bridges/webhooks/subscription-routes.ts';
 import { webhookMetrics } from './metrics/webhooks.ts';
 import { createQueryPath } from './query-path.ts';
 import { serviceRoutes } from './http/routes/services.ts';

@@ -12,13 +12,13 @@
  * `POST /subscriptions/{id}/events/{eventId}/resend` → 202 with the delivery, and
  * `POST /subscriptions/{id}/secret/rotate` `{ secret?, overlap? }` → 200.
  */
-import type { RequestContext } from '../route.ts';
+import type { RequestContext } from '../../http/route.ts';
 import { ProtoError } from '../../errors.ts';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../../bridges/webhooks/DeliveryQueue.ts';
-import { parseEnableRequest, parseRecoveryRequest, parseRotationRequest, parseSubscriptionRequest } from '../../bridges/webhooks/subscription-request.ts';
-import type { Subscriptions } from '../../bridges/webhooks/subscriptions.ts';
-import { positiveInteger, text } from '../params.ts';
-import type { Route } from '../route.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from './DeliveryQueue.ts';
+import { parseEnableRequest, parseRecoveryRequest, parseRotationRequest, parseSubscriptionRequest } from './subscription-request.ts';
+import type { Subscriptions } from './subscriptions.ts';
+import { positiveInteger, text } from '../../http/params.ts';
+import type { Route } from '../../http/route.ts';
 
 /** Page size of `GET /subscriptions/{id}/deliveries`: default and ceiling. */
 export const DELIVERY_PAGE = { default: 100, max: 1000 };
