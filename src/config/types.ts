@@ -142,6 +142,8 @@ export interface WebhooksConfig {
   rotationOverlapMs: number;
   /** Recoveries of a time range: posts a second per recovery (default 50), recoveries run at once per replica (default 4). */
   recovery: { perSecond: number; concurrency: number };
+  /** Attempts a second at most to one subscription when it sets no `webhook.rateLimit`; 0 = no limit (default). */
+  rateLimit: { perSecond: number };
 }
 
 export type BackendConfig = LegacyBackendConfig | ProtoBackendConfig;

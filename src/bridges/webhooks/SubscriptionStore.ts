@@ -46,13 +46,15 @@ export interface Subscription {
   failing?: FailingStreak;
   /** The secret a rotation replaced, while its overlap lasts (write-only, as `secret`). */
   previousSecret?: PreviousSecret;
+  /** Attempts a second at most to this endpoint; undefined = `webhooks.rateLimit.perSecond`. */
+  rateLimit?: { perSecond: number };
 }
 
 /** The descriptor of a subscription in answers: the request without `secret`, plus id, status, time. */
 export interface SubscriptionDescriptor {
   id: string;
   serviceId?: string;
-  webhook: { url: string };
+  webhook: { url: string; rateLimit?: { perSecond: number } };
   filter?: { types: string[] };
   status: SubscriptionStatus;
   createdAt: string;
@@ -161,6 +163,7 @@ export interface SubscriptionStore {
 export function describeSubscription(subscription: Subscription): SubscriptionDescriptor {
   const descriptor: SubscriptionDescriptor = { id: subscription.id, webhook: { url: subscription.url }, status: subscription.status, createdAt: subscription.createdAt };
   if (subscription.serviceId !== undefined) descriptor.serviceId = subscription.serviceId;
+  if (subscription.rateLimit !== undefined) descriptor.webhook.rateLimit = { ...subscription.rateLimit };
   if (subscription.types !== undefined) descriptor.filter = { types: [...subscription.types] };
   if (subscription.disabled !== undefined && subscription.status === 'disabled') {
     descriptor.disabledAt = new Date(subscription.disabled.atMs).toISOString();

@@ -144,6 +144,19 @@ export const webhooksSection: ConfigSection<'webhooks'> = {
             "default": 4
           }
         }
+      },
+      "rateLimit": {
+        "type": "object",
+        "description": "Default per-endpoint rate of a subscription without webhook.rateLimit: deliveries beyond it wait (never dropped); on Redis the rate holds across every replica.",
+        "additionalProperties": false,
+        "properties": {
+          "perSecond": {
+            "type": "number",
+            "description": "Attempts a second at most to one subscription; 0 = no limit. Default 0.",
+            "minimum": 0,
+            "default": 0
+          }
+        }
       }
     }
   },
@@ -167,6 +180,7 @@ export const webhooksSection: ConfigSection<'webhooks'> = {
       disableAfter: { durationMs: ms(asMap(raw.disableAfter).duration, '5d'), failures: num(asMap(raw.disableAfter).failures, 10) },
       rotationOverlapMs: ms(raw.rotationOverlap, '24h'),
       recovery: { perSecond: num(asMap(raw.recovery).perSecond, 50), concurrency: num(asMap(raw.recovery).concurrency, 4) },
+      rateLimit: { perSecond: num(asMap(raw.rateLimit).perSecond, 0) },
     };
     if (typeof raw.ca === 'string') config.ca = resolve(context.dir, raw.ca);
     if (typeof raw.secretKey === 'string') config.secretKey = raw.secretKey;

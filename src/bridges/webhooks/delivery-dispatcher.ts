@@ -32,6 +32,7 @@ import { judgeAttempt, type AttemptVerdict } from '../../egress/retry-policy.ts'
 import { WebhookSigner } from './signer.ts';
 import { signingSecrets, type DisabledReason, type FailingStreak, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
 import type { OperationalEvents } from './operational-events.ts';
+import type { DeliveryRateLimit } from './DeliveryRateLimit.ts';
 import { retryWhileLeased } from '../../storage/retry-while-leased.ts';
 
 /** Delay of the next look at the queue after a failure to read it, ms. */
@@ -39,6 +40,9 @@ const QUEUE_ERROR_BACKOFF_MS = 1000;
 
 /** Longest sleep between two looks at the queue, ms: slots freed and retries rescheduled by other replicas wake no one here. */
 export const MAX_IDLE_MS = 1000;
+
+/** Subscriptions whose last rate turn the dispatcher remembers at most; beyond, it starts over. */
+export const MAX_TRACKED_TURNS = 10_000;
 
 /** What a lease adds to the attempt timeout by default, ms. */
 export const LEASE_MARGIN_MS = 5000;
@@ -69,6 +73,8 @@ export interface DispatcherOptions {
   events: OperationalEvents;
   /** `webhooks.disableAfter`: a failing streak this long (ms) and this many attempts disables the subscription; `durationMs` 0 = never. */
   disableAfter: DisableAfter;
+  /** Per-endpoint rate: a delivery whose subscription has no free slot is put back, due when it has (not counted). */
+  rateLimit?: { limiter: DeliveryRateLimit; defaultPerSecond: number };
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
@@ -99,6 +105,8 @@ export class DeliveryDispatcher {
   readonly #outcomes: OutcomeWriter;
   readonly #signer = new WebhookSigner();
   readonly #inFlight = new Set<Attempt>();
+  /** Subscription id → the last turn given to one of its deliveries put back by its rate, epoch ms. */
+  readonly #turns = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #pump: Promise<void> | undefined;
   #again = false;
@@ -244,6 +252,13 @@ export class DeliveryDispatcher {
       await this.#record(delivery, { status: 'dead', uncount: true });
       return;
     }
+    const turnMs = await this.#rateTurn(subscription);
+    if (turnMs !== undefined) {
+      // Its turn has not come: back in the queue, due when it comes, the attempt not counted (never dropped).
+      this.#o.metrics.claims.inc({ outcome: 'rate_limited' });
+      await this.#record(delivery, { status: 'pending', nextAttemptMs: turnMs, uncount: true });
+      return;
+    }
     const started = this.#now();
     const result = await this.#post(subscription, delivery, signal);
     if (signal.aborted) return this.#release([delivery]);
@@ -276,6 +291,26 @@ export class DeliveryDispatcher {
       now: this.#now,
       onFirstRefusal: (err) => this.#o.logger.warn({ err, delivery: delivery.id }, 'webhook outcome not recorded: the queue refused it; trying again while its lease lasts'),
     });
+  }
+
+  /**
+   * Undefined when the subscription's rate lets this attempt go now (its slot booked); else when it
+   * should be due again. The deliveries of one subscription put back one after the other get turns
+   * one interval apart, so a backlog is spread over its future slots and each delivery is put back
+   * about once, instead of every delivery being claimed and put back at every slot.
+   */
+  async #rateTurn(subscription: Subscription): Promise<number | undefined> {
+    const rate = this.#o.rateLimit;
+    const perSecond = subscription.rateLimit?.perSecond ?? rate?.defaultPerSecond ?? 0;
+    if (!rate || perSecond <= 0) return undefined;
+    const waitMs = await rate.limiter.reserve(subscription.id, perSecond);
+    if (waitMs <= 0) return undefined;
+    const earliest = this.#now() + waitMs;
+    const last = this.#turns.get(subscription.id);
+    const turn = last !== undefined && last + 1000 / perSecond > earliest ? last + 1000 / perSecond : earliest;
+    if (this.#turns.size >= MAX_TRACKED_TURNS) this.#turns.clear();
+    this.#turns.set(subscription.id, turn);
+    return Math.ceil(turn);
   }
 
   #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {

@@ -129,5 +129,6 @@ function copy(subscription: Subscription): Subscription {
   if (subscription.disabled) copied.disabled = { ...subscription.disabled };
   if (subscription.failing) copied.failing = { ...subscription.failing };
   if (subscription.previousSecret) copied.previousSecret = { ...subscription.previousSecret };
+  if (subscription.rateLimit) copied.rateLimit = { ...subscription.rateLimit };
   return copied;
 }

@@ -16,6 +16,9 @@ export const MAX_FILTER_TYPES = 100;
 /** Longest event type or `serviceId`, characters. */
 export const MAX_NAME_LENGTH = 200;
 
+/** Highest `webhook.rateLimit.perSecond`. */
+export const MAX_RATE_PER_SECOND = 10_000;
+
 /** Key bytes of a `whsec_` secret at least and at most (Standard Webhooks: 24 to 64). */
 export const SECRET_KEY_BYTES = { min: 24, max: 64 };
 
@@ -82,6 +85,8 @@ function durationField(value: unknown, name: string, maxMs: number): number {
 export interface SubscriptionRequest {
   serviceId?: string;
   url: string;
+  /** `webhook.rateLimit.perSecond`: attempts a second at most to this endpoint. */
+  rateLimit?: { perSecond: number };
   secret?: string;
   types?: string[];
 }
@@ -92,6 +97,13 @@ export function parseSubscriptionRequest(body: unknown): SubscriptionRequest {
   const webhook = objectField(root.webhook, 'webhook');
   const request: SubscriptionRequest = { url: stringField(webhook.url, 'webhook.url', MAX_URL_LENGTH) };
   if (webhook.secret !== undefined) request.secret = secretField(webhook.secret, 'webhook.secret');
+  if (webhook.rateLimit !== undefined) {
+    const perSecond = objectField(webhook.rateLimit, 'webhook.rateLimit').perSecond;
+    if (typeof perSecond !== 'number' || !(perSecond > 0) || perSecond > MAX_RATE_PER_SECOND) {
+      throw invalidField('webhook.rateLimit.perSecond', `must be a number above 0 and at most ${MAX_RATE_PER_SECOND}`);
+    }
+    request.rateLimit = { perSecond };
+  }
   if (root.serviceId !== undefined) request.serviceId = stringField(root.serviceId, 'serviceId', MAX_NAME_LENGTH);
   if (root.filter !== undefined) {
     const types = objectField(root.filter, 'filter').types;

@@ -123,6 +123,7 @@ export class Subscriptions {
     };
     if (request.serviceId !== undefined) subscription.serviceId = request.serviceId;
     subscription.secret = request.secret ?? generateSecret();
+    if (request.rateLimit !== undefined) subscription.rateLimit = request.rateLimit;
     if (request.types !== undefined) subscription.types = request.types;
     await this.#o.store.create(subscription);
     const created: CreatedSubscription = describeSubscription(subscription);

@@ -28,6 +28,8 @@ import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
 import { SsrfGuard, type Resolver } from '../../egress/ssrf-guard.ts';
 import { OperationalEvents } from './operational-events.ts';
 import { RecoveryRunner } from './recovery-runner.ts';
+import { MemoryDeliveryRateLimit, type DeliveryRateLimit } from './DeliveryRateLimit.ts';
+import { RedisDeliveryRateLimit } from './redis-delivery-rate-limit.ts';
 import { Subscriptions } from './subscriptions.ts';
 import type { SubscriptionStore } from './SubscriptionStore.ts';
 
@@ -68,6 +70,7 @@ export class WebhookBridge {
   readonly #dispatcher: DeliveryDispatcher;
   readonly #fanOut: WebhookFanOut;
   readonly #recoveries: RecoveryRunner;
+  readonly #rateLimit: DeliveryRateLimit;
   readonly #logger: Logger;
   #purgeTimer: NodeJS.Timeout | undefined;
   #secretTimer: NodeJS.Timeout | undefined;
@@ -81,10 +84,12 @@ export class WebhookBridge {
       const redis = redisStoreOptions(storage);
       this.#store = sealedStore(new RedisSubscriptionStore(redis), config, logger);
       this.#queue = new RedisDeliveryQueue(redis);
+      this.#rateLimit = new RedisDeliveryRateLimit(redis);
     } else {
       const sqlite = storage.driver === 'sqlite';
       this.#store = sealedStore(sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore(), config, logger);
       this.#queue = sqlite ? new SqliteDeliveryQueue(storage.path) : new MemoryDeliveryQueue();
+      this.#rateLimit = new MemoryDeliveryRateLimit();
     }
     const guard = new SsrfGuard({
       allowHttp: config.allowHttp,
@@ -105,6 +110,7 @@ export class WebhookBridge {
       logger,
       events,
       disableAfter: config.disableAfter,
+      rateLimit: { limiter: this.#rateLimit, defaultPerSecond: config.rateLimit.perSecond },
     });
     this.#recoveries = new RecoveryRunner({
       store: this.#store,
@@ -142,6 +148,7 @@ export class WebhookBridge {
   async start(): Promise<void> {
     await this.#store.open();
     await this.#queue.open();
+    await this.#rateLimit.open();
     await this.#purge();
     await this.#dispatcher.start();
     await this.#fanOut.start();
@@ -176,6 +183,7 @@ export class WebhookBridge {
     await this.#dispatcher.close();
     await this.#client.close();
     await this.#queue.close();
+    await this.#rateLimit.close();
     await this.#store.close();
   }
 

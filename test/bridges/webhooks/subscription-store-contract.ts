@@ -32,7 +32,7 @@ export function subscriptionStoreContract(name: string, make: () => Subscription
     });
 
     it('keeps every field as created, including optional ones', async () => {
-      const full = subscription('s1', 'alice', { serviceId: 'orders', secret: 'whsec_c2VjcmV0', types: ['OrderPlacedV1', 'OrderShippedV1'] });
+      const full = subscription('s1', 'alice', { serviceId: 'orders', secret: 'whsec_c2VjcmV0', types: ['OrderPlacedV1', 'OrderShippedV1'], rateLimit: { perSecond: 2.5 } });
       await store.create(full);
       await store.create(subscription('s2'));
       expect(await store.get('s1')).toEqual(full);
