@@ -70,7 +70,7 @@ describe('secrets in the Standard Webhooks form (issue 26)', () => {
 
   it('refuses a secret in any other form with 400 INVALID_PARAMETER naming webhook.secret', async () => {
     const gw = await gateway();
-    for (const secret of ['a raw secret of enough length for hmac', `whsec_${'!'.repeat(40)}`, whsec(16), whsec(65), 'whsec_', `whsec_${randomBytes(32).toString('base64url')}x`]) {
+    for (const secret of ['a raw secret of enough length for hmac', `whsec_${'!'.repeat(40)}`, whsec(16), whsec(65), 'whsec_', `whsec_${'A'.repeat(42)}-_`, whsec(32).replace(/=+$/, '')]) {
       const res = await subscribe(gw, { webhook: { url: 'http://receiver.test/', secret } }, alice);
       expect(res.status, secret).toBe(400);
       expect(res.body.error).toMatchObject({ code: 'INVALID_PARAMETER', details: { parameter: 'webhook.secret' } });
