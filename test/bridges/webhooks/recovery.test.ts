@@ -166,4 +166,31 @@ describe('POST /subscriptions/{id}/recover', () => {
     await eventually(async () => (await getJson(`${gw.url}subscriptions/${id}`)).body.status === 'disabled');
     expect((await post(gw, `subscriptions/${id}/recover`, WINDOW)).status).toBe(409);
   });
+
+  it('is the caller\'s own: another principal gets 404 for recover and a recovery, a read-only key 403, a bad enable body 400', async () => {
+    const yaml = gatewayYaml(`auth:
+  type: apiKey
+  keys:
+    - { id: alice, key: alice-key, scopes: [read, write] }
+    - { id: bob, key: bob-key, scopes: [read, write] }
+    - { id: reader, key: read-key, scopes: [read] }
+${webhooksYaml('[50ms]')}`);
+    const gw = await startTestGateway(yaml, {}, undefined, { resolver: resolver() });
+    const as = (key: string) => ({ 'X-Api-Key': key, 'content-type': 'application/json' });
+    const receiver = await startReceiver();
+    const { id } = (await subscribe(gw, { webhook: { url: receiver.url() } }, { 'X-Api-Key': 'alice-key' })).body;
+    const recover = (key: string) => fetch(`${gw.url}subscriptions/${id}/recover`, { method: 'POST', headers: as(key), body: JSON.stringify(WINDOW) });
+    expect((await recover('bob-key')).status).toBe(404);
+    expect((await recover('read-key')).status).toBe(403);
+    const started = await recover('alice-key');
+    expect(started.status).toBe(202);
+    const rid = ((await started.json()) as any).id;
+    expect((await fetch(`${gw.url}subscriptions/${id}/recoveries/${rid}`, { headers: as('bob-key') })).status).toBe(404);
+    expect((await fetch(`${gw.url}subscriptions/${id}/recoveries/${rid}`, { headers: as('alice-key') })).status).toBe(200);
+    const badEnable = await fetch(`${gw.url}subscriptions/${id}/enable`, { method: 'POST', headers: as('alice-key'), body: JSON.stringify({ recover: 'yes' }) });
+    expect(badEnable.status).toBe(400);
+    expect(((await badEnable.json()) as any).error).toMatchObject({ code: 'INVALID_PARAMETER', details: { parameter: 'recover' } });
+    const broken = await fetch(`${gw.url}subscriptions/${id}/recover`, { method: 'POST', headers: as('alice-key'), body: '{"since":' });
+    expect(broken.status).toBe(400);
+  });
 });
