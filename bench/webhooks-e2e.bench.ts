@@ -10,6 +10,10 @@
  * at most `webhooks.concurrency` 64). Also reported: p50/p99 end-to-end latency (release to
  * arrival) of events released one at a time, 200 deliveries/s, where nothing queues.
  *
+ * CPU (issue 28): the gateway process's CPU time per delivered webhook during the burst, from
+ * `/proc/<pid>/stat`, against the CPU per POST of a process sending the same number of raw POSTs,
+ * each signed (HMAC) like the gateway's, median of `ROUNDS` rounds each; the ratio is printed.
+ *
  * Scenarios: 1 subscription and 16. `--quick`: fewer deliveries (under 30 s in all). Writes
  * `bench/results/webhooks-e2e.json`. Run: `npx node bench/webhooks-e2e.bench.ts [--quick]`
  * (BENCH_DELIVERIES overrides the deliveries per scenario; BENCH_CPU_PROF=<dir> runs the gateway
@@ -24,6 +28,10 @@ import { Agent, request } from 'undici';
 import { webhookHeaders } from '../src/bridges/webhooks/signer.ts';
 import { spawnWithUrl, stop, stopAll } from './support/processes.ts';
 import { BenchReport, sized } from './support/report.ts';
+import { cpuMs, median } from './support/cpu.ts';
+
+/** Rounds of each scenario; the medians are reported. */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 const DELIVERIES = Math.min(Number(process.env.BENCH_DELIVERIES ?? sized(32_000, 4_000)), 200_000);
 /** Paced phase: deliveries per second (whatever the number of subscriptions) and its length, ms. */
@@ -74,7 +82,7 @@ backends:
 }
 
 /** The gateway's deliveries/s and latency with `subscriptions` subscriptions. */
-async function gatewayRun(dir: string, receiver: string, subscriptions: number): Promise<{ perSecond: number; total: number; p50: number | null; p99: number | null }> {
+async function gatewayRun(dir: string, receiver: string, subscriptions: number): Promise<{ perSecond: number; total: number; p50: number | null; p99: number | null; cpuMsPerDelivery: number }> {
   const source = await spawnWithUrl(process.execPath, [join(root, 'bench/support/event-source.ts')]);
   const gateway = await startGateway(dir, source.url, `gateway-${subscriptions}`);
   await until(() => getJson<{ streams: number }>(`${source.url}/__stats`), (s) => s.streams > 0);
@@ -96,36 +104,41 @@ async function gatewayRun(dir: string, receiver: string, subscriptions: number):
   await post(`${receiver}/__reset`);
   const events = Math.ceil(DELIVERIES / subscriptions);
   const total = events * subscriptions;
+  const cpuBefore = cpuMs(gateway.child.pid!);
   const releasedMs = Date.now();
   await post(`${source.url}/__release?count=${events}`);
   const burst = await until(stats, (s) => s.count >= total);
   if (burst.count < total) throw new Error(`only ${burst.count} of ${total} deliveries arrived`);
+  const cpuMsPerDelivery = (cpuMs(gateway.child.pid!) - cpuBefore) / total;
   await stop(source.child);
   await stop(gateway.child);
-  return { perSecond: total / ((burst.lastMs - releasedMs) / 1000), total, p50: paced.p50, p99: paced.p99 };
+  return { perSecond: total / ((burst.lastMs - releasedMs) / 1000), total, p50: paced.p50, p99: paced.p99, cpuMsPerDelivery };
 }
 
 /** Raw undici POSTs per second to the receiver: `total` bodies of the gateway's size and headers, `inFlight` at once. */
-async function rawRun(receiver: string, total: number, inFlight: number): Promise<number> {
+async function rawRun(receiver: string, total: number, inFlight: number): Promise<{ perSecond: number; cpuMsPerPost: number }> {
   const body = JSON.stringify({
     specversion: '1.0', id: 'raw-000000-0', source: 'urn:bench:orders', type: 'OrderPlacedV1', datacontenttype: 'application/json',
     time: new Date().toISOString(), data: { orderId: 'o-0', sku: 'ABC-123', qty: 1, total: 42.5, sentMs: 0 },
   });
-  const headers = webhookHeaders('msg_00000000-0000-5000-8000-000000000000', Math.floor(Date.now() / 1000), body, SECRET);
   const agent = new Agent({ connections: inFlight });
   let sent = 0;
   const worker = async () => {
     while (sent < total) {
       sent++;
+      // Signed per POST, as the gateway signs each attempt (its timestamp is in the signed content).
+      const headers = webhookHeaders(`msg_00000000-0000-5000-8000-${String(sent).padStart(12, '0')}`, Math.floor(Date.now() / 1000), body, SECRET);
       const res = await request(`${receiver}/hook/raw`, { method: 'POST', headers, body, dispatcher: agent });
       await res.body.dump();
     }
   };
+  const cpuBefore = cpuMs('self');
   const started = performance.now();
   await Promise.all(Array.from({ length: inFlight }, worker));
   const seconds = (performance.now() - started) / 1000;
+  const cpuMsPerPost = (cpuMs('self') - cpuBefore) / total;
   await agent.close();
-  return total / seconds;
+  return { perSecond: total / seconds, cpuMsPerPost };
 }
 
 async function main(): Promise<void> {
@@ -135,16 +148,27 @@ async function main(): Promise<void> {
   try {
     const receiver = (await spawnWithUrl(process.execPath, [join(root, 'bench/support/webhook-receiver.ts')])).url;
     console.log(`node ${process.version}; gateway, event source and receiver each in its own process; ${DELIVERIES} deliveries per scenario\n`);
-    console.log('scenario                       gateway (signed, durable)   raw undici POST   ratio    latency p50/p99 (paced)');
+    console.log(`medians of ${ROUNDS} rounds; CPU from /proc/<pid>/stat (user + system), per delivered webhook / per raw signed POST`);
+    console.log('scenario                       gateway (signed, durable)   raw undici POST   ratio    CPU gateway / raw (ratio)       latency p50/p99 (paced)');
     for (const subscriptions of [1, 16]) {
       const inFlight = Math.min(4 * subscriptions, 64);
-      const gateway = await gatewayRun(dir, receiver, subscriptions);
-      await post(`${receiver}/__reset`);
-      const raw = await rawRun(receiver, gateway.total, inFlight);
+      const rounds: Array<{ gateway: Awaited<ReturnType<typeof gatewayRun>>; raw: Awaited<ReturnType<typeof rawRun>> }> = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const gateway = await gatewayRun(dir, receiver, subscriptions);
+        await post(`${receiver}/__reset`);
+        rounds.push({ gateway, raw: await rawRun(receiver, gateway.total, inFlight) });
+      }
+      const gatewayPerSecond = median(rounds.map((r) => r.gateway.perSecond));
+      const rawPerSecond = median(rounds.map((r) => r.raw.perSecond));
+      const gatewayCpu = median(rounds.map((r) => r.gateway.cpuMsPerDelivery));
+      const rawCpu = median(rounds.map((r) => r.raw.cpuMsPerPost));
+      const last = rounds.at(-1)!.gateway;
       const name = `${subscriptions} subscription(s), ${inFlight} in flight`;
-      console.log(`${name.padEnd(30)} ${gateway.perSecond.toFixed(0).padStart(13)}/s ${raw.toFixed(0).padStart(19)}/s ${(gateway.perSecond / raw).toFixed(2).padStart(7)}x   ${gateway.p50} / ${gateway.p99} ms`);
-      report.add({ name: `${name}: delivered/s`, unit: 'deliveries/s', gateway: gateway.perSecond, baseline: raw, baselineName: 'raw undici POST', better: 'higher' });
-      latencies[name] = { p50: gateway.p50, p99: gateway.p99 };
+      const cpu = `${(gatewayCpu * 1000).toFixed(0)} / ${(rawCpu * 1000).toFixed(0)} µs (${(gatewayCpu / rawCpu).toFixed(2)}x)`;
+      console.log(`${name.padEnd(30)} ${gatewayPerSecond.toFixed(0).padStart(13)}/s ${rawPerSecond.toFixed(0).padStart(19)}/s ${(gatewayPerSecond / rawPerSecond).toFixed(2).padStart(7)}x   ${cpu.padEnd(30)}  ${last.p50} / ${last.p99} ms`);
+      report.add({ name: `${name}: delivered/s`, unit: 'deliveries/s', gateway: gatewayPerSecond, baseline: rawPerSecond, baselineName: 'raw undici POST', better: 'higher' });
+      report.add({ name: `${name}: CPU per delivery`, unit: 'ms CPU/delivery', gateway: gatewayCpu, baseline: rawCpu, baselineName: 'raw signed POST process', better: 'lower' });
+      latencies[name] = { p50: last.p50, p99: last.p99 };
     }
     report.write({ deliveries: DELIVERIES, pacedRate: PACED_RATE, pacedMs: PACED_MS, latencyMs: latencies });
   } finally {

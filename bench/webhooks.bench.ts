@@ -64,7 +64,7 @@ async function bridgeRun(subscriptions: number): Promise<{ perSecond: number; bo
   const log = new SqliteEventLog(join(dir, 'gateway.db'));
   await log.open();
   const bridge = new WebhookBridge({
-    config: { allowPrivateNetworks: ['127.0.0.0/8'], allowHttp: true, retry: { scheduleMs: [1000] }, timeoutMs: 10_000, concurrency: 64, previousSecretKeys: [], maxSubscriptionsPerPrincipal: 100, maxSubscriptions: 10_000 },
+    config: { allowPrivateNetworks: ['127.0.0.0/8'], allowHttp: true, retry: { scheduleMs: [1000] }, timeoutMs: 10_000, concurrency: 64, previousSecretKeys: [], maxSubscriptionsPerPrincipal: 100, maxSubscriptions: 10_000, disableAfter: { durationMs: 5 * 86_400_000, failures: 10 }, rotationOverlapMs: 86_400_000, recovery: { perSecond: 50, concurrency: 4 }, rateLimit: { perSecond: 0 } },
     storage: { driver: 'sqlite', path: join(dir, 'gateway.db') } as never,
     log,
     metrics: webhookMetrics(new Registry()),

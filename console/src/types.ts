@@ -65,6 +65,26 @@ export interface Subscription {
   filter?: { types: string[] };
   status: string;
   createdAt: string;
+  disabledAt?: string;
+  disabledReason?: 'gone' | 'failing';
+  failing?: { failures: number; since: string };
+  previousSecretExpiresAt?: string;
+}
+
+/** `GET /subscriptions/{id}/recoveries/{rid}`: a recovery of a time range. */
+export interface Recovery {
+  id: string;
+  subscriptionId: string;
+  since: string;
+  until: string;
+  status: 'running' | 'completed' | 'failed' | 'cancelled';
+  delivered: number;
+  position: number;
+  endPosition: number;
+  gone?: { since: string; until: string };
+  error?: string;
+  createdAt: string;
+  updatedAt: string;
 }
 
 /** `GET /subscriptions/{id}/deliveries`: one delivery (no payload). */

@@ -144,6 +144,14 @@ export interface WebhooksConfig {
   maxSubscriptions: number;
   /** Absolute path of an extra CA file, if any. */
   ca?: string;
+  /** Auto-disable of a failing subscription: a streak of failed attempts this long (0 = never) and this many (default 5 days, 10). */
+  disableAfter: { durationMs: number; failures: number };
+  /** Default overlap of a secret rotation: the old secret still signs this long, ms (default 24 h). */
+  rotationOverlapMs: number;
+  /** Recoveries of a time range: posts a second per recovery (default 50), recoveries run at once per replica (default 4). */
+  recovery: { perSecond: number; concurrency: number };
+  /** Attempts a second at most to one subscription when it sets no `webhook.rateLimit`; 0 = no limit (default). */
+  rateLimit: { perSecond: number };
 }
 
 export type BackendConfig = LegacyBackendConfig | ProtoBackendConfig;

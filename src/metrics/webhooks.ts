@@ -32,7 +32,7 @@ export interface WebhookMetrics {
    * `reclaimed` (claimed from a claimer whose lease ran out: a dead replica's work taken over),
    * `released` (given back unattempted at shutdown, not counted as an attempt), `lost` (this
    * replica's attempt outlived its lease and another claimer took the delivery over: its outcome was
-   * refused).
+   * refused), `rate_limited` (put back unattempted: its subscription's `rateLimit` had no free slot).
    */
   readonly claims: Counter<'outcome'>;
   /** Makes `proto_gateway_webhook_queue_depth{status}` read `source` when scraped (pending, in-flight, succeeded, dead). */

@@ -122,6 +122,10 @@ describe('defaults', () => {
       previousSecretKeys: [],
       maxSubscriptionsPerPrincipal: 100,
       maxSubscriptions: 10_000,
+      disableAfter: { durationMs: 5 * 86_400_000, failures: 10 },
+      rotationOverlapMs: 86_400_000,
+      recovery: { perSecond: 50, concurrency: 4 },
+      rateLimit: { perSecond: 0 },
     });
     expect(config.registry).toEqual({ allowNetworks: [] });
     expect(config.a2a).toMatchObject({ enabled: true, settleMs: 2000, timeoutMs: 60_000, name: 'proto-gateway', maxTasks: 10_000, taskTtlMs: 86_400_000, publicSkills: false });

@@ -3,7 +3,8 @@
  * playwright-core; never a downloaded browser) against a real gateway in front of both example
  * backends and a real webhook receiver: sign in, see and pause/resume a backend, send a command
  * from the form generated from its schema and see its result event in the live tail, see a
- * dead-lettered delivery and re-deliver it. A screenshot of each page goes to `test-results/`.
+ * dead-lettered delivery and re-deliver it, resend an event, recover a time range and rotate the
+ * secret. A screenshot of each page goes to `test-results/`.
  */
 import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -115,6 +116,26 @@ describe('operator console in a browser', () => {
     await eventually(() => receiver.requests.length > refused);
     expect(JSON.parse(receiver.requests[refused].body)).toMatchObject({ type: 'OrderPlacedV1', correlationid: correlationId });
     await seeText(page, 'tr[data-event] [data-field="status"]', 'succeeded');
+
+    // Resend the event from the recent deliveries: the receiver gets it again under its webhook-id.
+    const resent = receiver.requests.length;
+    await page.getByRole('button', { name: /^Resend OrderPlacedV1/ }).first().click();
+    await eventually(() => receiver.requests.length > resent);
+    expect(receiver.requests[resent].headers['webhook-id']).toBe(receiver.requests[refused].headers['webhook-id']);
+
+    // Recover a time range: every OrderPlacedV1 of the window once more, the progress shown.
+    const beforeRecovery = receiver.requests.length;
+    const recoverForm = page.getByRole('form', { name: /^Recover a time range/ });
+    await recoverForm.locator('input[type="datetime-local"]').first().fill('2000-01-01T00:00');
+    await recoverForm.getByRole('button', { name: 'Recover' }).click();
+    await seeText(page, '[data-recovery] [data-field="recovery-status"]', 'completed');
+    await eventually(() => receiver.requests.length > beforeRecovery);
+
+    // Rotate the secret: the generated one is shown once, and the old one signs for the overlap.
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await seeText(page, '[data-field="new-secret"]', /^whsec_/);
+    await seeText(page, 'article[data-subscription] .sub', 'old secret signs until');
+    await shot(page, 'webhooks-operations');
 
     // Metrics: sparklines fed by /status.
     await page.getByRole('link', { name: 'Metrics' }).click();

@@ -13,7 +13,7 @@ import type { WebhooksConfig } from '../../config/types.ts';
 import type { Reporter } from '../../config/yaml-source.ts';
 import { decodeSecretKey } from './secret-box.ts';
 
-/** `webhooks:` (https only, public targets only, retries 5s…24h, timeout 15s, 64 at once). */
+/** `webhooks:` (https only, public targets only, retries 5s…24h, timeout 15s, 64 at once, disabled after failing 5 days and 10 attempts, rotation overlap 24h, recoveries at 50/s, 4 at once). */
 export const webhooksSection: ConfigSection<'webhooks'> = {
   key: 'webhooks',
   schema: {
@@ -102,6 +102,61 @@ export const webhooksSection: ConfigSection<'webhooks'> = {
         "type": "string",
         "description": "Extra CA file (PEM) to trust, relative to this config file. Default none.",
         "minLength": 1
+      },
+      "disableAfter": {
+        "type": "object",
+        "description": "A subscription whose attempts have all failed for this long and this many times in a row is disabled (SubscriptionDisabledV1), as a 410 Gone disables it; POST /subscriptions/{id}/enable re-enables it.",
+        "additionalProperties": false,
+        "properties": {
+          "duration": {
+            "$ref": "#/definitions/duration",
+            "description": "How long the failing streak must have lasted; 0s = never disable. Default 5d.",
+            "default": "5d"
+          },
+          "failures": {
+            "type": "integer",
+            "description": "Consecutive failed attempts the streak must count as well. Default 10.",
+            "minimum": 1,
+            "default": 10
+          }
+        }
+      },
+      "rotationOverlap": {
+        "$ref": "#/definitions/duration",
+        "description": "Default overlap of POST /subscriptions/{id}/secret/rotate: the old secret still signs (beside the new one) this long, then it is deleted. Default 24h.",
+        "default": "24h"
+      },
+      "recovery": {
+        "type": "object",
+        "description": "Recoveries of a time range (POST /subscriptions/{id}/recover): a lane of their own beside live deliveries.",
+        "additionalProperties": false,
+        "properties": {
+          "perSecond": {
+            "type": "number",
+            "description": "Events a second one recovery sends at most. Default 50.",
+            "exclusiveMinimum": 0,
+            "default": 50
+          },
+          "concurrency": {
+            "type": "integer",
+            "description": "Recoveries one replica runs at once (one post in flight each). Default 4.",
+            "minimum": 1,
+            "default": 4
+          }
+        }
+      },
+      "rateLimit": {
+        "type": "object",
+        "description": "Default per-endpoint rate of a subscription without webhook.rateLimit: deliveries beyond it wait (never dropped); on Redis the rate holds across every replica.",
+        "additionalProperties": false,
+        "properties": {
+          "perSecond": {
+            "type": "number",
+            "description": "Attempts a second at most to one subscription; 0 = no limit. Default 0.",
+            "minimum": 0,
+            "default": 0
+          }
+        }
       }
     }
   },
@@ -122,6 +177,10 @@ export const webhooksSection: ConfigSection<'webhooks'> = {
       previousSecretKeys: strings(raw.previousSecretKeys),
       maxSubscriptionsPerPrincipal: num(raw.maxSubscriptionsPerPrincipal, 100),
       maxSubscriptions: num(raw.maxSubscriptions, 10_000),
+      disableAfter: { durationMs: ms(asMap(raw.disableAfter).duration, '5d'), failures: num(asMap(raw.disableAfter).failures, 10) },
+      rotationOverlapMs: ms(raw.rotationOverlap, '24h'),
+      recovery: { perSecond: num(asMap(raw.recovery).perSecond, 50), concurrency: num(asMap(raw.recovery).concurrency, 4) },
+      rateLimit: { perSecond: num(asMap(raw.rateLimit).perSecond, 0) },
     };
     if (typeof raw.ca === 'string') config.ca = resolve(context.dir, raw.ca);
     if (typeof raw.secretKey === 'string') config.secretKey = raw.secretKey;

@@ -11,6 +11,13 @@
  *
  * An outcome the queue refuses (Redis restarting) is written again while the claim's lease lasts.
  *
+ * Endpoint health (issue 28): every failed attempt extends the subscription's failing streak in the
+ * store (shared by replicas), and the first success after one ends it (`SubscriptionRecoveredV1`).
+ * A streak that has lasted `disableAfter.durationMs` and counts `disableAfter.failures` attempts
+ * disables the subscription, as a `410 Gone` does (`SubscriptionDisabledV1`); its pending
+ * deliveries are dropped. A delivery whose last attempt failed emits `DeliveryExhaustedV1`. A
+ * healthy subscription costs no store write: only a success after a known streak ends it.
+ *
  * Wake-ups: an enqueue (`wake()`), the end of an attempt, and one timer at the earliest due retry
  * (at most `MAX_IDLE_MS` away, for slots freed by other replicas). `close()` stops taking
  * deliveries, aborts the attempts in flight and releases their claims without counting them
@@ -23,7 +30,9 @@ import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import { OutcomeWriter } from './outcome-writer.ts';
 import { judgeAttempt, type AttemptVerdict } from '../../egress/retry-policy.ts';
 import { WebhookSigner } from './signer.ts';
-import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
+import { signingSecrets, type DisabledReason, type FailingStreak, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
+import type { OperationalEvents } from './operational-events.ts';
+import type { DeliveryRateLimit } from './DeliveryRateLimit.ts';
 import { retryWhileLeased } from '../../storage/retry-while-leased.ts';
 
 /** Delay of the next look at the queue after a failure to read it, ms. */
@@ -31,6 +40,9 @@ const QUEUE_ERROR_BACKOFF_MS = 1000;
 
 /** Longest sleep between two looks at the queue, ms: slots freed and retries rescheduled by other replicas wake no one here. */
 export const MAX_IDLE_MS = 1000;
+
+/** Subscriptions whose last rate turn the dispatcher remembers at most; beyond, it starts over. */
+export const MAX_TRACKED_TURNS = 10_000;
 
 /** What a lease adds to the attempt timeout by default, ms. */
 export const LEASE_MARGIN_MS = 5000;
@@ -57,8 +69,25 @@ export interface DispatcherOptions {
   leaseMs: number;
   metrics: WebhookMetrics;
   logger: Logger;
+  /** Where disabling, recovering and exhausting are told (the log). */
+  events: OperationalEvents;
+  /** `webhooks.disableAfter`: a failing streak this long (ms) and this many attempts disables the subscription; `durationMs` 0 = never. */
+  disableAfter: DisableAfter;
+  /** Per-endpoint rate: a delivery whose subscription has no free slot is put back, due when it has (not counted). */
+  rateLimit?: { limiter: DeliveryRateLimit; defaultPerSecond: number };
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
+}
+
+/** When a failing subscription is disabled: its streak has lasted `durationMs` (0 = never) and counts `failures` attempts. */
+export interface DisableAfter {
+  durationMs: number;
+  failures: number;
+}
+
+/** True when `streak` is long enough to disable its subscription. */
+export function streakDisables(streak: FailingStreak, nowMs: number, rule: DisableAfter): boolean {
+  return rule.durationMs > 0 && nowMs - streak.sinceMs >= rule.durationMs && streak.failures >= rule.failures;
 }
 
 interface Attempt {
@@ -76,6 +105,8 @@ export class DeliveryDispatcher {
   readonly #outcomes: OutcomeWriter;
   readonly #signer = new WebhookSigner();
   readonly #inFlight = new Set<Attempt>();
+  /** Subscription id → the last turn given to one of its deliveries put back by its rate, epoch ms. */
+  readonly #turns = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #pump: Promise<void> | undefined;
   #again = false;
@@ -221,13 +252,20 @@ export class DeliveryDispatcher {
       await this.#record(delivery, { status: 'dead', uncount: true });
       return;
     }
+    const turnMs = await this.#rateTurn(subscription);
+    if (turnMs !== undefined) {
+      // Its turn has not come: back in the queue, due when it comes, the attempt not counted (never dropped).
+      this.#o.metrics.claims.inc({ outcome: 'rate_limited' });
+      await this.#record(delivery, { status: 'pending', nextAttemptMs: turnMs, uncount: true });
+      return;
+    }
     const started = this.#now();
     const result = await this.#post(subscription, delivery, signal);
     if (signal.aborted) return this.#release([delivery]);
     this.#o.metrics.latency.observe((this.#now() - started) / 1000);
     this.#o.metrics.attempts.inc({ result: attemptResult(result) });
     const verdict = judgeAttempt(result, delivery.attempts, this.#o.scheduleMs, this.#now());
-    if (await this.#record(delivery, verdict.outcome)) await this.#settle(subscription, verdict);
+    if (await this.#record(delivery, verdict.outcome)) await this.#settle(subscription, delivery, verdict);
   }
 
   /**
@@ -255,25 +293,68 @@ export class DeliveryDispatcher {
     });
   }
 
+  /**
+   * Undefined when the subscription's rate lets this attempt go now (its slot booked); else when it
+   * should be due again. The deliveries of one subscription put back one after the other get turns
+   * one interval apart, so a backlog is spread over its future slots and each delivery is put back
+   * about once, instead of every delivery being claimed and put back at every slot.
+   */
+  async #rateTurn(subscription: Subscription): Promise<number | undefined> {
+    const rate = this.#o.rateLimit;
+    const perSecond = subscription.rateLimit?.perSecond ?? rate?.defaultPerSecond ?? 0;
+    if (!rate || perSecond <= 0) return undefined;
+    const waitMs = await rate.limiter.reserve(subscription.id, perSecond);
+    if (waitMs <= 0) return undefined;
+    const earliest = this.#now() + waitMs;
+    const last = this.#turns.get(subscription.id);
+    const turn = last !== undefined && last + 1000 / perSecond > earliest ? last + 1000 / perSecond : earliest;
+    if (this.#turns.size >= MAX_TRACKED_TURNS) this.#turns.clear();
+    this.#turns.set(subscription.id, turn);
+    return Math.ceil(turn);
+  }
+
   #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {
-    const headers = this.#signer.headers(delivery.id, Math.floor(this.#now() / 1000), delivery.payload, subscription.secret);
+    const now = this.#now();
+    const headers = this.#signer.headers(delivery.id, Math.floor(now / 1000), delivery.payload, signingSecrets(subscription, now));
     return this.#o.client.post(subscription.url, headers, delivery.payload, signal);
   }
 
-  /** Counts the end of a delivery; a `410 Gone` disables the subscription and drops its pending deliveries. */
-  async #settle(subscription: Subscription, verdict: AttemptVerdict): Promise<void> {
-    const { metrics } = this.#o;
+  /**
+   * Counts the end of an attempt and keeps the subscription's health: a `410 Gone` or a failing
+   * streak past `disableAfter` disables it and drops its pending deliveries; a success after a
+   * streak ends it; a last attempt that failed is told as exhausted.
+   */
+  async #settle(subscription: Subscription, delivery: ClaimedDelivery, verdict: AttemptVerdict): Promise<void> {
+    const { metrics, subscriptions, events } = this.#o;
+    const now = this.#now();
+    if (verdict.kind === 'succeeded') {
+      metrics.deliveries.inc({ outcome: 'succeeded' });
+      if (subscription.failing === undefined) return;
+      const ended = await subscriptions.recordAttempt(subscription.id, true, now);
+      if (ended) await events.recovered(subscription.id, ended, now);
+      return;
+    }
+    const streak = await subscriptions.recordAttempt(subscription.id, false, now);
     if (verdict.kind === 'gone') {
       metrics.deliveries.inc({ outcome: 'gone' });
-      await this.#o.subscriptions.setStatus(subscription.id, 'disabled');
-      const dropped = await this.#o.queue.cancelPending(subscription.id);
-      this.#o.logger.warn({ subscription: subscription.id, dropped }, 'webhook receiver answered 410 Gone: subscription disabled');
-    } else if (verdict.outcome.status === 'succeeded') {
-      metrics.deliveries.inc({ outcome: 'succeeded' });
-    } else if (verdict.outcome.status === 'dead') {
+      await this.#disable(subscription.id, 'gone', now, streak);
+      return;
+    }
+    if (verdict.outcome.status === 'dead') {
       metrics.deliveries.inc({ outcome: 'dead' });
       metrics.deadLetters.inc();
+      await events.exhausted(delivery, now, verdict.outcome);
     }
+    if (streak && streakDisables(streak, now, this.#o.disableAfter)) await this.#disable(subscription.id, 'failing', now, streak);
+  }
+
+  /** Disables a subscription and drops its pending deliveries; only the writer whose change took effect tells it. */
+  async #disable(id: string, reason: DisabledReason, now: number, streak: FailingStreak | undefined): Promise<void> {
+    if (!(await this.#o.subscriptions.setStatus(id, 'disabled', { atMs: now, reason }))) return;
+    const dropped = await this.#o.queue.cancelPending(id);
+    const why = reason === 'gone' ? 'webhook receiver answered 410 Gone' : 'webhook deliveries kept failing for webhooks.disableAfter';
+    this.#o.logger.warn({ subscription: id, dropped, failures: streak?.failures }, `${why}: subscription disabled`);
+    await this.#o.events.disabled(id, reason, now, streak);
   }
 
   /** After a pass: a timer at the earliest due work, at most `MAX_IDLE_MS` away (attempt ends wake the pump by themselves). */

@@ -1,7 +1,8 @@
 /**
  * Fan-out from the event log to the delivery queue: every event appended to the log becomes one
  * queued delivery per active subscription that wants its type (PROTOCOL.md 6.3 rule 5) and was
- * created before it.
+ * created before it. An operational event of the webhook bridge (`operational-events.ts`) is never
+ * delivered to the subscription it is about: that endpoint is the one failing or switched off.
  *
  * The log itself is the buffer: the fan-out reads it by position from a durable checkpoint
  * (`webhooks:fanout` in the log's checkpoints), enqueues a page, then moves the checkpoint. Live
@@ -17,6 +18,7 @@ import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
 import type { DurableReader } from '../../log/pruner.ts';
 import type { DeliveryQueue, NewDelivery } from './DeliveryQueue.ts';
 import { wantsType, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
+import { WEBHOOKS_SOURCE } from './operational-events.ts';
 
 /** The log checkpoint holding the position of the last event fanned out. */
 export const FANOUT_CHECKPOINT = 'webhooks:fanout';
@@ -150,7 +152,7 @@ export class WebhookFanOut {
     const now = this.#now();
     return events.flatMap((stored) =>
       subscriptions
-        .filter((s) => stored.position > s.afterPosition && wantsType(s, stored.event.type))
+        .filter((s) => stored.position > s.afterPosition && wantsType(s, stored.event.type) && !isAbout(stored, s))
         .map((s) => ({
           id: messageId(s.id, stored.event.id),
           subscriptionId: s.id,
@@ -179,4 +181,9 @@ export class WebhookFanOut {
   #save(): Promise<void> {
     return this.#o.log.saveCheckpoint({ key: FANOUT_CHECKPOINT, value: String(this.#position) });
   }
+}
+
+/** True for an operational event of the webhook bridge about `subscription` itself. */
+function isAbout(stored: StoredEvent, subscription: Subscription): boolean {
+  return stored.event.source === WEBHOOKS_SOURCE && stored.event.correlationid === subscription.id;
 }

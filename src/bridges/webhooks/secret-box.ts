@@ -11,8 +11,7 @@
  * above it (fan-out, deliveries) sees the plain secret it signs with.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { SubscriptionStatus } from './SubscriptionStore.ts';
-import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
+import type { FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 /** Length of a key, bytes (AES-256). */
 export const SECRET_KEY_BYTES = 32;
@@ -79,8 +78,10 @@ export class SealedSubscriptionStore implements SubscriptionStore {
   }
 
   create(subscription: Subscription): Promise<void> {
-    if (subscription.secret === undefined) return this.#inner.create(subscription);
-    return this.#inner.create({ ...subscription, secret: this.#box.seal(subscription.secret, subscription.id) });
+    const sealed = { ...subscription };
+    if (subscription.secret !== undefined) sealed.secret = this.#box.seal(subscription.secret, subscription.id);
+    if (subscription.previousSecret !== undefined) sealed.previousSecret = { ...subscription.previousSecret, secret: this.#box.seal(subscription.previousSecret.secret, subscription.id) };
+    return this.#inner.create(sealed);
   }
 
   async get(id: string): Promise<Subscription | undefined> {
@@ -96,8 +97,37 @@ export class SealedSubscriptionStore implements SubscriptionStore {
     return (await this.#inner.listActive()).map((s) => this.#opened(s));
   }
 
-  setStatus(id: string, status: SubscriptionStatus): Promise<boolean> {
-    return this.#inner.setStatus(id, status);
+  setStatus(id: string, status: SubscriptionStatus, change: StatusChange): Promise<boolean> {
+    return this.#inner.setStatus(id, status, change);
+  }
+
+  recordAttempt(id: string, succeeded: boolean, nowMs: number): Promise<FailingStreak | undefined> {
+    return this.#inner.recordAttempt(id, succeeded, nowMs);
+  }
+
+  /** The new secret is sealed; the current one moves to the previous slot as sealed (same row, same additional data). */
+  rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean> {
+    return this.#inner.rotateSecret(id, this.#box.seal(secret, id), previousUntilMs);
+  }
+
+  dropExpiredSecrets(nowMs: number): Promise<number> {
+    return this.#inner.dropExpiredSecrets(nowMs);
+  }
+
+  startRecovery(recovery: Recovery): Promise<string | undefined> {
+    return this.#inner.startRecovery(recovery);
+  }
+
+  getRecovery(id: string): Promise<Recovery | undefined> {
+    return this.#inner.getRecovery(id);
+  }
+
+  claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
+    return this.#inner.claimRecovery(owner, nowMs, leaseMs);
+  }
+
+  saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release?: boolean): Promise<boolean> {
+    return this.#inner.saveRecovery(recovery, owner, nowMs, leaseMs, release);
   }
 
   delete(id: string): Promise<boolean> {
@@ -113,6 +143,9 @@ export class SealedSubscriptionStore implements SubscriptionStore {
   }
 
   #opened(subscription: Subscription): Subscription {
-    return subscription.secret === undefined ? subscription : { ...subscription, secret: this.#box.open(subscription.secret, subscription.id) };
+    const opened = { ...subscription };
+    if (subscription.secret !== undefined) opened.secret = this.#box.open(subscription.secret, subscription.id);
+    if (subscription.previousSecret !== undefined) opened.previousSecret = { ...subscription.previousSecret, secret: this.#box.open(subscription.previousSecret.secret, subscription.id) };
+    return opened;
   }
 }

@@ -1,10 +1,13 @@
 /**
  * Standard Webhooks signing (https://www.standardwebhooks.com/, "Signature scheme"): the headers
  * `webhook-id`, `webhook-timestamp` (unix seconds) and, when the subscription has a secret,
- * `webhook-signature: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`.
+ * `webhook-signature: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`. During a secret
+ * rotation's overlap the header holds one signature per secret, space-separated, the new one
+ * first (Standard Webhooks allows several; a receiver accepts the message when one verifies).
  *
- * A `whsec_` secret is the base64 of the key bytes after the prefix (the Standard Webhooks form);
- * any other string is used as its UTF-8 bytes.
+ * A `whsec_` secret is the base64 of the key bytes after the prefix (the Standard Webhooks form,
+ * the only form the API accepts and generates since issue 26); any other string is a secret stored
+ * before then, used as its UTF-8 bytes (README, "Webhooks": how receivers verify those).
  *
  * What is computed once and what per attempt: the key (decoded and prepared as a `KeyObject`) once
  * per secret (`WebhookSigner`); the HMAC per attempt, because the signed content holds the
@@ -35,8 +38,14 @@ export function signature(key: Buffer | KeyObject, id: string, timestampSeconds:
  * message id, stable across the retries of one event to one subscription; `timestampSeconds` is
  * the time of this attempt, which receivers compare with their clock.
  */
-export function webhookHeaders(id: string, timestampSeconds: number, body: string, secret?: string): Record<string, string> {
-  return headersWith(id, timestampSeconds, body, secret ? signingKey(secret) : undefined);
+export function webhookHeaders(id: string, timestampSeconds: number, body: string, secret?: string | readonly string[]): Record<string, string> {
+  return headersWith(id, timestampSeconds, body, secretList(secret).map(signingKey));
+}
+
+/** A secret or a list of secrets as a list (an empty string signs nothing). */
+function secretList(secret: string | readonly string[] | undefined): readonly string[] {
+  if (secret === undefined) return [];
+  return typeof secret === 'string' ? (secret ? [secret] : []) : secret.filter(Boolean);
 }
 
 /** `webhookHeaders` with each secret's key prepared once. */
@@ -44,8 +53,8 @@ export class WebhookSigner {
   readonly #keys = new Map<string, KeyObject>();
 
   /** As `webhookHeaders`. */
-  headers(id: string, timestampSeconds: number, body: string, secret?: string): Record<string, string> {
-    return headersWith(id, timestampSeconds, body, secret ? this.#key(secret) : undefined);
+  headers(id: string, timestampSeconds: number, body: string, secret?: string | readonly string[]): Record<string, string> {
+    return headersWith(id, timestampSeconds, body, secretList(secret).map((s) => this.#key(s)));
   }
 
   #key(secret: string): KeyObject {
@@ -59,12 +68,12 @@ export class WebhookSigner {
   }
 }
 
-function headersWith(id: string, timestampSeconds: number, body: string, key: Buffer | KeyObject | undefined): Record<string, string> {
+function headersWith(id: string, timestampSeconds: number, body: string, keys: ReadonlyArray<Buffer | KeyObject>): Record<string, string> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'webhook-id': id,
     'webhook-timestamp': String(timestampSeconds),
   };
-  if (key !== undefined) headers['webhook-signature'] = signature(key, id, timestampSeconds, body);
+  if (keys.length > 0) headers['webhook-signature'] = keys.map((key) => signature(key, id, timestampSeconds, body)).join(' ');
   return headers;
 }

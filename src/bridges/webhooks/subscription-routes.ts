@@ -4,11 +4,18 @@
  * `DELETE /subscriptions/{id}` → 204, `GET /subscriptions/{id}/deliveries?status=&limit=&after=`
  * (dead letters and the rest), and `POST /subscriptions/{id}/deliveries/{deliveryId}/retry` → 202
  * (a dead or succeeded delivery is due again). Scopes follow the method: `write` for POST and DELETE, `read` for
- * GETs. The secret is never in an answer.
+ * GETs. A secret is in an answer only once, when the gateway generated it (creation, rotation).
+ *
+ * Operations (issue 28): `POST /subscriptions/{id}/enable` `{ recover? }` → 200 with the descriptor,
+ * `POST /subscriptions/{id}/recover` `{ since, until? }` → 202 with the recovery (409 while one
+ * runs), `GET /subscriptions/{id}/recoveries/{recoveryId}`,
+ * `POST /subscriptions/{id}/events/{eventId}/resend` → 202 with the delivery, and
+ * `POST /subscriptions/{id}/secret/rotate` `{ secret?, overlap? }` → 200.
  */
+import type { RequestContext } from '../../http/route.ts';
 import { ProtoError } from '../../errors.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from './DeliveryQueue.ts';
-import { parseSubscriptionRequest } from './subscription-request.ts';
+import { parseEnableRequest, parseRecoveryRequest, parseRotationRequest, parseSubscriptionRequest } from './subscription-request.ts';
 import type { Subscriptions } from './subscriptions.ts';
 import { positiveInteger, text } from '../../http/params.ts';
 import type { Route } from '../../http/route.ts';
@@ -61,7 +68,56 @@ export function subscriptionRoutes(subscriptions: Subscriptions): Route[] {
         return { status: 202, body: delivery };
       },
     },
+    {
+      method: 'POST',
+      path: '/subscriptions/:id/enable',
+      handle: async (ctx) => {
+        const descriptor = await subscriptions.enable(ctx.principal.id, ctx.params.id, parseEnableRequest(await optionalJson(ctx)));
+        ctx.log.info({ subscription: ctx.params.id, recovery: descriptor.recovery?.id }, 'webhook subscription enabled on request');
+        return { status: 200, body: descriptor };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/subscriptions/:id/recover',
+      handle: async (ctx) => {
+        const recovery = await subscriptions.recover(ctx.principal.id, ctx.params.id, parseRecoveryRequest(await ctx.json()));
+        ctx.log.info({ subscription: ctx.params.id, recovery: recovery.id, since: recovery.since, until: recovery.until }, 'webhook recovery started');
+        return { status: 202, body: recovery };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/subscriptions/:id/recoveries/:recoveryId',
+      handle: async (ctx) => ({ status: 200, body: await subscriptions.recovery(ctx.principal.id, ctx.params.id, ctx.params.recoveryId) }),
+    },
+    {
+      method: 'POST',
+      path: '/subscriptions/:id/events/:eventId/resend',
+      handle: async (ctx) => {
+        const delivery = await subscriptions.resend(ctx.principal.id, ctx.params.id, ctx.params.eventId);
+        ctx.log.info({ subscription: ctx.params.id, event: ctx.params.eventId, delivery: delivery.id }, 'webhook event resent on request');
+        return { status: 202, body: delivery };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/subscriptions/:id/secret/rotate',
+      handle: async (ctx) => {
+        const rotated = await subscriptions.rotateSecret(ctx.principal.id, ctx.params.id, parseRotationRequest(await optionalJson(ctx)));
+        ctx.log.info({ subscription: ctx.params.id, previousSecretExpiresAt: rotated.previousSecretExpiresAt }, 'webhook secret rotated');
+        return { status: 200, body: rotated };
+      },
+    },
   ];
+}
+
+/** The JSON body, or undefined when the request has none (no `Content-Length` above 0, no chunked body). */
+async function optionalJson(ctx: RequestContext): Promise<unknown> {
+  const { headers } = ctx.req;
+  const length = headers['content-length'];
+  if (headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return undefined;
+  return ctx.json();
 }
 
 function statusOf(query: URLSearchParams): DeliveryStatus | undefined {

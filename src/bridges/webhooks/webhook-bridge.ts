@@ -26,6 +26,10 @@ import { RedisDeliveryQueue } from './redis-delivery-queue.ts';
 import { RedisSubscriptionStore } from './redis-subscription-store.ts';
 import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
 import { SsrfGuard, type Resolver } from '../../egress/ssrf-guard.ts';
+import { OperationalEvents } from './operational-events.ts';
+import { RecoveryRunner } from './recovery-runner.ts';
+import { MemoryDeliveryRateLimit, type DeliveryRateLimit } from './DeliveryRateLimit.ts';
+import { RedisDeliveryRateLimit } from './redis-delivery-rate-limit.ts';
 import { Subscriptions } from './subscriptions.ts';
 import type { SubscriptionStore } from './SubscriptionStore.ts';
 
@@ -37,6 +41,9 @@ export const RETENTION = { succeededMs: 60 * 60 * 1000, deadMs: 7 * 24 * 60 * 60
 
 /** How often finished deliveries beyond `RETENTION` are purged, ms. */
 export const PURGE_EVERY_MS = 10 * 60 * 1000;
+
+/** How often rotated-out secrets whose overlap ended are deleted from the store, ms (they stop signing at once; this bounds how long they are kept). */
+export const SECRET_SWEEP_EVERY_MS = 1000;
 
 /** Collaborators and settings of the bridge. */
 export interface WebhookBridgeOptions {
@@ -62,8 +69,11 @@ export class WebhookBridge {
   readonly #client: DeliveryClient;
   readonly #dispatcher: DeliveryDispatcher;
   readonly #fanOut: WebhookFanOut;
+  readonly #recoveries: RecoveryRunner;
+  readonly #rateLimit: DeliveryRateLimit;
   readonly #logger: Logger;
   #purgeTimer: NodeJS.Timeout | undefined;
+  #secretTimer: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(options: WebhookBridgeOptions) {
@@ -74,10 +84,12 @@ export class WebhookBridge {
       const redis = redisStoreOptions(storage);
       this.#store = sealedStore(new RedisSubscriptionStore(redis), config, logger);
       this.#queue = new RedisDeliveryQueue(redis);
+      this.#rateLimit = new RedisDeliveryRateLimit(redis);
     } else {
       const sqlite = storage.driver === 'sqlite';
       this.#store = sealedStore(sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore(), config, logger);
       this.#queue = sqlite ? new SqliteDeliveryQueue(storage.path) : new MemoryDeliveryQueue();
+      this.#rateLimit = new MemoryDeliveryRateLimit();
     }
     const guard = new SsrfGuard({
       allowHttp: config.allowHttp,
@@ -86,6 +98,7 @@ export class WebhookBridge {
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
     });
     this.#client = new DeliveryClient({ guard, timeoutMs: config.timeoutMs, caFile: config.ca });
+    const events = new OperationalEvents(options.log, logger);
     this.#dispatcher = new DeliveryDispatcher({
       queue: this.#queue,
       subscriptions: this.#store,
@@ -94,6 +107,17 @@ export class WebhookBridge {
       concurrency: config.concurrency,
       leaseMs: config.timeoutMs + LEASE_MARGIN_MS,
       metrics,
+      logger,
+      events,
+      disableAfter: config.disableAfter,
+      rateLimit: { limiter: this.#rateLimit, defaultPerSecond: config.rateLimit.perSecond },
+    });
+    this.#recoveries = new RecoveryRunner({
+      store: this.#store,
+      log: options.log,
+      client: options.poster ?? this.#client,
+      perSecond: config.recovery.perSecond,
+      concurrency: config.recovery.concurrency,
       logger,
     });
     this.#fanOut = new WebhookFanOut({
@@ -113,6 +137,9 @@ export class WebhookBridge {
       onDeleted: (id) => this.#dispatcher.abortSubscription(id),
       onRedelivered: () => this.#dispatcher.wake(),
       limits: { perPrincipal: options.config.maxSubscriptionsPerPrincipal, total: options.config.maxSubscriptions },
+      events,
+      rotationOverlapMs: config.rotationOverlapMs,
+      onRecovery: () => this.#recoveries.wake(),
     });
     metrics.trackQueue(() => this.#queue.counts());
   }
@@ -121,11 +148,15 @@ export class WebhookBridge {
   async start(): Promise<void> {
     await this.#store.open();
     await this.#queue.open();
+    await this.#rateLimit.open();
     await this.#purge();
     await this.#dispatcher.start();
     await this.#fanOut.start();
+    this.#recoveries.start();
     this.#purgeTimer = setInterval(() => void this.#purge(), PURGE_EVERY_MS);
     this.#purgeTimer.unref();
+    this.#secretTimer = setInterval(() => void this.#dropExpiredSecrets(), SECRET_SWEEP_EVERY_MS);
+    this.#secretTimer.unref();
   }
 
   /** The SSRF-guarded, address-pinned HTTP client of deliveries (A2A push notifications post through it too). */
@@ -146,11 +177,22 @@ export class WebhookBridge {
 
   async #shutdown(): Promise<void> {
     clearInterval(this.#purgeTimer);
+    clearInterval(this.#secretTimer);
     await this.#fanOut.close();
+    await this.#recoveries.close();
     await this.#dispatcher.close();
     await this.#client.close();
     await this.#queue.close();
+    await this.#rateLimit.close();
     await this.#store.close();
+  }
+
+  async #dropExpiredSecrets(): Promise<void> {
+    try {
+      await this.#store.dropExpiredSecrets(Date.now());
+    } catch (err) {
+      this.#logger.error({ err }, 'expired webhook secrets could not be deleted; trying again');
+    }
   }
 
   async #purge(): Promise<void> {

@@ -21,7 +21,7 @@ describe('RedisSubscriptionStore', () => {
       await one.create(subscription('s1', 'alice', { secret: 'x', types: ['OrderPlacedV1'] }));
       await one.create(subscription('s2', 'alice'));
       expect((await two.listActive()).map((s) => s.id)).toEqual(['s1', 's2']);
-      expect(await two.setStatus('s1', 'disabled')).toBe(true);
+      expect(await two.setStatus('s1', 'disabled', { atMs: 1 })).toBe(true);
       expect((await one.listActive()).map((s) => s.id)).toEqual(['s2']);
       expect((await one.get('s1'))?.status).toBe('disabled');
       await expect(two.create(subscription('s2', 'bob'))).rejects.toThrow(/exists/);

@@ -12,6 +12,8 @@ import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPaymentsService } from '../../../examples/payments-service.ts';
 import { DeliveryDispatcher, type DeliveryPoster } from '../../../src/bridges/webhooks/delivery-dispatcher.ts';
+import { OperationalEvents } from '../../../src/bridges/webhooks/operational-events.ts';
+import { MemoryEventLog } from '../../../src/log/memory.ts';
 import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery-queue.ts';
 import { RedisSubscriptionStore } from '../../../src/bridges/webhooks/redis-subscription-store.ts';
 import { webhookMetrics } from '../../../src/metrics/webhooks.ts';
@@ -40,7 +42,12 @@ async function replica(prefix: string, url = SHARED_REDIS_URL, client: DeliveryP
   await subscriptions.open();
   const registry = new Registry();
   const metrics = webhookMetrics(registry);
-  const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client, scheduleMs: [100], concurrency: 8, leaseMs: 30_000, metrics, logger: pino({ level: 'silent' }) });
+  const logger = pino({ level: 'silent' });
+  const log = new MemoryEventLog();
+  await log.open();
+  const events = new OperationalEvents(log, logger);
+  const disableAfter = { durationMs: 0, failures: 1 };
+  const dispatcher = new DeliveryDispatcher({ queue, subscriptions, client, scheduleMs: [100], concurrency: 8, leaseMs: 30_000, metrics, logger, events, disableAfter });
   const claimed = async () => (await metrics.claims.get()).values.find((v) => v.labels.outcome === 'claimed')?.value ?? 0;
   return {
     queue, subscriptions, dispatcher, claimed,

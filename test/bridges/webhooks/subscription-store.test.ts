@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { MemorySubscriptionStore } from '../../../src/bridges/webhooks/memory-subscription-store.ts';
+import { SealedSubscriptionStore, SecretBox } from '../../../src/bridges/webhooks/secret-box.ts';
 import { SqliteSubscriptionStore } from '../../../src/bridges/webhooks/sqlite-subscription-store.ts';
 import { tempDir } from '../../support/gateway.ts';
 import { subscription, subscriptionStoreContract } from './subscription-store-contract.ts';
@@ -8,6 +11,7 @@ import { subscription, subscriptionStoreContract } from './subscription-store-co
 subscriptionStoreContract('memory', () => new MemorySubscriptionStore());
 subscriptionStoreContract('sqlite (file)', () => new SqliteSubscriptionStore(join(tempDir(), 'data', 'gateway.db')));
 subscriptionStoreContract('sqlite (:memory:)', () => new SqliteSubscriptionStore(':memory:'));
+subscriptionStoreContract('sealed (sqlite)', () => new SealedSubscriptionStore(new SqliteSubscriptionStore(':memory:'), new SecretBox(randomBytes(32))));
 
 describe('SqliteSubscriptionStore', () => {
   it('keeps subscriptions across a reopen of the file', async () => {
@@ -20,5 +24,21 @@ describe('SqliteSubscriptionStore', () => {
     await second.open();
     expect(await second.get('s1')).toEqual(subscription('s1', 'alice', { secret: 'x', types: ['OrderPlacedV1'] }));
     await second.close();
+  });
+
+  it('brings a table written before health and rotation up to date, keeping its rows', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const db = new DatabaseSync(path);
+    db.exec(`CREATE TABLE webhook_subscriptions (id TEXT PRIMARY KEY, principal TEXT NOT NULL, service_id TEXT, url TEXT NOT NULL, secret TEXT,
+      types TEXT, status TEXT NOT NULL, created_at TEXT NOT NULL, after_pos INTEGER NOT NULL, seq INTEGER NOT NULL)`);
+    db.prepare('INSERT INTO webhook_subscriptions VALUES (?, ?, NULL, ?, ?, NULL, ?, ?, ?, 1)').run('old', 'alice', 'https://hooks.example.com/old', 'raw secret', 'active', '2030-01-01T00:00:00.000Z', 7);
+    db.close();
+    const store = new SqliteSubscriptionStore(path);
+    await store.open();
+    expect(await store.get('old')).toEqual(subscription('old', 'alice', { secret: 'raw secret' }));
+    expect(await store.recordAttempt('old', false, 5)).toEqual({ failures: 1, sinceMs: 5 });
+    expect(await store.rotateSecret('old', 'whsec_bmV3', 99)).toBe(true);
+    expect(await store.get('old')).toMatchObject({ secret: 'whsec_bmV3', previousSecret: { secret: 'raw secret', untilMs: 99 } });
+    await store.close();
   });
 });
