@@ -6,7 +6,7 @@
  * SubscribeToTask) over the command executor and a bounded, expiring task store.
  */
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
-import { DefaultRequestHandler, InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
+import { InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
 import type { CommandCatalogue, CommandEntry } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
@@ -20,6 +20,8 @@ import { GuardedPushSender } from './push-sender.ts';
 import type { DeliveryResponse } from '../webhooks/delivery-client.ts';
 import type { A2aMetrics } from '../../metrics/a2a.ts';
 import { GatewayUser } from './gateway-user.ts';
+import { readJsonRpcRequest, type JsonRpcId } from './jsonrpc-request.ts';
+import { TaskRequestHandler } from './task-request-handler.ts';
 
 /** What the A2A bridge is built from. */
 export interface A2aBridgeOptions {
@@ -75,7 +77,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     onOutcome: (outcome) => options.metrics.push(outcome),
     logger: options.logger,
   });
-  const handler = new DefaultRequestHandler(card(), options.taskStore, executor, undefined, pushStore, pushSender);
+  const handler = new TaskRequestHandler({ card: card(), taskStore: options.taskStore, executor, pushStore, pushSender });
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);
@@ -86,28 +88,42 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   return { routes, executor, pushSender, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
 }
 
-/** Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. */
-async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: DefaultRequestHandler): Promise<Reply | undefined> {
-  const body = await ctx.json();
+/**
+ * Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. The
+ * envelope is checked first (`jsonrpc-request.ts`); every answer, errors included, is HTTP 200.
+ */
+async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: TaskRequestHandler): Promise<Reply | undefined> {
+  const checked = await readJsonRpcRequest(() => ctx.json());
+  if ('refusal' in checked) return { status: 200, body: checked.refusal };
+  const { request } = checked;
   const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
   const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
-  const id = typeof body === 'object' && body !== null && 'id' in body ? (body as { id: unknown }).id : null;
   try {
     validateVersion(context.requestedVersion, await handler.getAgentCard(), 'JSONRPC');
   } catch (err) {
-    return { status: 200, body: { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
+    return { status: 200, body: { jsonrpc: '2.0', id: request.id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
   }
-  const result = await transport.handle(body as Record<string, unknown>, context);
+  const result = await transport.handle(request as unknown as Record<string, unknown>, context);
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
-  await writeStream(ctx, result, id);
-  return undefined;
+  return writeStream(ctx, result, request.id);
 }
 
-/** Writes each answer of a stream as one SSE `data:` frame; an error ends it with an `error` event. */
-async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>, id: unknown): Promise<void> {
+/**
+ * Writes each answer of a stream as one SSE `data:` frame; an error ends it with an `error` event.
+ * An error before the first answer (an unknown task, a task that takes no message now) is a plain
+ * JSON-RPC error response instead, as for the other methods.
+ */
+async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>, id: JsonRpcId): Promise<Reply | undefined> {
   const { res } = ctx;
+  let first: IteratorResult<unknown>;
+  try {
+    first = await stream.next();
+  } catch (err) {
+    return { status: 200, body: { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
+  }
   res.writeHead(200, SSE_HEADERS);
   try {
+    if (!first.done && !res.destroyed) res.write(`data: ${JSON.stringify(first.value)}\n\n`);
     for await (const item of stream) {
       if (res.destroyed) continue; // the client left: the task still runs to its end (bounded by a2a.timeout)
       res.write(`data: ${JSON.stringify(item)}\n\n`);
@@ -118,6 +134,7 @@ async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>,
   } finally {
     res.end();
   }
+  return undefined;
 }
 
 function headerOf(ctx: RequestContext, name: string): string | undefined {
