@@ -9,7 +9,9 @@
  *   `last_event_id`). Cancel and deadline detach the subscription at once.
  * - `ListEvents` is `GET /events`; `SubmitCommand` goes through the one command pipeline.
  * - Credentials in metadata, scopes as on HTTP (`read` for the event RPCs, `write` for commands).
- * - The standard health service (`grpc.health.v1`) and server reflection are served beside it.
+ * - The standard health service (`grpc.health.v1`) and server reflection (v1 and v1alpha) are
+ *   served beside it; reflection serves the compiled descriptors of `proto/descriptors.pb`
+ *   (`descriptor-set.ts`) and lists all three services.
  * - `close()` (shutdown): health turns NOT_SERVING, open streams end `UNAVAILABLE` ("gateway
  *   shutting down"), calls in flight get until the deadline, then the server is forced down.
  */
@@ -34,9 +36,13 @@ import type { TailEncoding } from '../live-tail/tail-event.ts';
 import type { TailEndReason, TailWriter } from '../live-tail/tail-subscriber.ts';
 import { fromProtoEvent, toProtoEvent, type ProtoCloudEvent } from './cloudevent-codec.ts';
 import { grpcError, statusName } from './grpc-status.ts';
+import { readDescriptorSet, reflectionPackage } from './descriptor-set.ts';
 
 /** The folder of the `.proto` files (also served over HTTP at `/proto/`). */
 export const PROTO_DIR = fileURLToPath(new URL('../../../proto/', import.meta.url));
+
+/** The compiled `FileDescriptorSet` of the gRPC surface (`proto/build-descriptors.sh` writes it). */
+export const DESCRIPTOR_SET_PATH = `${PROTO_DIR}descriptors.pb`;
 
 /** The fully qualified name of the service (health status key). */
 export const EVENT_GATEWAY_SERVICE = 'proto.gateway.v1.EventGateway';
@@ -92,6 +98,8 @@ export class GrpcBridge {
 
   constructor(options: GrpcBridgeOptions) {
     this.#o = options;
+    // The service from the .proto files (protobufjs turns a descriptor's map entries into repeated
+    // fields, not maps); reflection from the compiled set, which a test holds equal to these files.
     const definition = protoLoader.loadSync(['gateway.proto'], { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true });
     const service = (grpc.loadPackageDefinition(definition) as any).proto.gateway.v1.EventGateway.service as grpc.ServiceDefinition;
     this.#server.addService(service, {
@@ -100,7 +108,7 @@ export class GrpcBridge {
       SubmitCommand: this.#unary('SubmitCommand', 'write', (request: ProtoCloudEvent, principal) => this.#submit(request, principal)),
     });
     this.#health.addToServer(this.#server);
-    new ReflectionService(definition).addToServer(this.#server);
+    new ReflectionService(reflectionPackage(readDescriptorSet(DESCRIPTOR_SET_PATH))).addToServer(this.#server);
   }
 
   /** The port it listens on (the configured one, or the one chosen for port 0). */
