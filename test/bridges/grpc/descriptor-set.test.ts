@@ -20,7 +20,9 @@ function sourceRoot(): protobuf.Root {
   const reflection = join(require.resolve('@grpc/reflection/package.json'), '..', 'build/proto/grpc/reflection');
   const health = join(require.resolve('grpc-health-check/package.json'), '..', 'proto/health/v1/health.proto');
   const files = [join(PROTO_DIR, 'gateway.proto'), health, join(reflection, 'v1/reflection.proto'), join(reflection, 'v1alpha/reflection.proto')];
-  return new protobuf.Root().loadSync(files, { keepCase: true }).resolveAll();
+  const root = new protobuf.Root().loadSync(files, { keepCase: true });
+  root.resolveAll();
+  return root;
 }
 
 function compiledRoot(): protobuf.Root {

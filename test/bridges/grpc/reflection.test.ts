@@ -76,7 +76,7 @@ function pool(files: Map<string, FileDescriptorProto>): protobuf.Root {
 /** A client of `serviceName` built from the pool alone (no stubs, no .proto). */
 function dynamicClient(root: protobuf.Root, serviceName: string, address: string): grpc.Client & Record<string, any> {
   const service = root.lookupService(serviceName);
-  const definition: grpc.ServiceDefinition = {};
+  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
   for (const method of service.methodsArray) {
     const request = method.resolvedRequestType!;
     const response = method.resolvedResponseType!;
@@ -91,7 +91,7 @@ function dynamicClient(root: protobuf.Root, serviceName: string, address: string
       originalName: method.name,
     };
   }
-  const Client = grpc.makeGenericClientConstructor(definition, serviceName);
+  const Client = grpc.makeGenericClientConstructor(definition as grpc.ServiceDefinition, serviceName);
   const client = new Client(address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
   clients.push(client);
   return client;
