@@ -37,6 +37,8 @@ export const errorStatus = {
   TOO_MANY_SUBSCRIPTIONS: 429,
   /** `mcp.maxSessions` MCP sessions are open: a new one is refused until one ends (DELETE or idle expiry). */
   TOO_MANY_SESSIONS: 503,
+  /** A stream's reader left more than its byte bound unread (`sse.maxBufferedBytes`) and was ended; resume with the last event id. */
+  SLOW_CONSUMER: 429,
 } as const;
 
 /** A stable, machine-readable error code. */

@@ -12,15 +12,15 @@
  * - The standard health service (`grpc.health.v1`) and server reflection (v1 and v1alpha) are
  *   served beside it; reflection serves the compiled descriptors of `proto/descriptors.pb`
  *   (`descriptor-set.ts`) and lists all three services.
- * - `close()` (shutdown): health turns NOT_SERVING, open streams end `UNAVAILABLE` ("gateway
- *   shutting down"), calls in flight get until the deadline, then the server is forced down.
+ * - `close()` (shutdown): health turns NOT_SERVING, open streams (Subscribe and health Watch) end
+ *   `UNAVAILABLE` ("gateway shutting down"), calls in flight get until the deadline, then the
+ *   server is forced down. Every refusal and every abnormal end carries `proto-error-code`.
  */
 import type { IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { EventsConfig, GatewayConfig } from '../../config/types.ts';
@@ -37,6 +37,7 @@ import type { TailEndReason, TailWriter } from '../live-tail/tail-subscriber.ts'
 import { fromProtoEvent, toProtoEvent, type ProtoCloudEvent } from './cloudevent-codec.ts';
 import { grpcError, statusName } from './grpc-status.ts';
 import { readDescriptorSet, reflectionPackage } from './descriptor-set.ts';
+import { HealthService } from './health-service.ts';
 
 /** The folder of the `.proto` files (also served over HTTP at `/proto/`). */
 export const PROTO_DIR = fileURLToPath(new URL('../../../proto/', import.meta.url));
@@ -91,7 +92,7 @@ interface ListEventsRequest {
 export class GrpcBridge {
   readonly #o: GrpcBridgeOptions;
   readonly #server = new grpc.Server();
-  readonly #health = new HealthImplementation({ '': 'NOT_SERVING', [EVENT_GATEWAY_SERVICE]: 'NOT_SERVING' });
+  readonly #health = new HealthService(['', EVENT_GATEWAY_SERVICE]);
   readonly #streams = new Set<GrpcStreamWriter>();
   #port = 0;
   #closing: Promise<void> | undefined;
@@ -123,8 +124,7 @@ export class GrpcBridge {
     this.#port = await new Promise<number>((resolve, reject) => {
       this.#server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
     });
-    this.#health.setStatus('', 'SERVING');
-    this.#health.setStatus(EVENT_GATEWAY_SERVICE, 'SERVING');
+    this.#health.setStatus('SERVING');
     this.#o.logger.info({ host, port: this.#port }, 'grpc listening');
   }
 
@@ -135,8 +135,7 @@ export class GrpcBridge {
   }
 
   async #shutdown(deadlineMs: number): Promise<void> {
-    this.#health.setStatus('', 'NOT_SERVING');
-    this.#health.setStatus(EVENT_GATEWAY_SERVICE, 'NOT_SERVING');
+    this.#health.close();
     for (const stream of [...this.#streams]) stream.close('shutdown');
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
@@ -172,7 +171,7 @@ export class GrpcBridge {
           (err: unknown) => {
             const error = grpcError(err);
             if (error.code === grpc.status.INTERNAL) this.#o.logger.error({ err, method }, 'grpc call failed');
-            this.#o.metrics.rpc(method, statusName(error.code!));
+            this.#o.metrics.rpc(method, statusName(error.code));
             callback(error as grpc.ServiceError);
           },
         );
@@ -207,7 +206,7 @@ export class GrpcBridge {
       if (this.#closing || this.#o.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
     } catch (err) {
       const error = grpcError(err);
-      metrics.rpc('Subscribe', statusName(error.code!));
+      metrics.rpc('Subscribe', statusName(error.code));
       call.emit('error', error);
       return;
     }
@@ -254,15 +253,18 @@ function timeOf(value: string, name: string): number {
   return ms;
 }
 
-/** The status a stream ends with, by why it ended. */
-function endStatus(reason: TailEndReason): { code: grpc.status; details: string } {
+/**
+ * The status a stream ends with, by why it ended: a catalogue error (so the trailers carry
+ * `proto-error-code`, as every refusal's do), or OK.
+ */
+function endStatus(reason: TailEndReason): Partial<grpc.ServiceError> & { code: grpc.status } {
   switch (reason) {
     case 'slow':
-      return { code: grpc.status.RESOURCE_EXHAUSTED, details: 'the stream fell too far behind; resume with last_event_id' };
+      return grpcError(new ProtoError('SLOW_CONSUMER', 'the stream fell too far behind; resume with last_event_id'));
     case 'shutdown':
-      return { code: grpc.status.UNAVAILABLE, details: 'gateway shutting down; resume with last_event_id' };
+      return grpcError(new ProtoError('NOT_READY', 'gateway shutting down; resume with last_event_id'));
     case 'error':
-      return { code: grpc.status.INTERNAL, details: 'the stream failed; resume with last_event_id' };
+      return grpcError(new ProtoError('INTERNAL', 'the stream failed; resume with last_event_id'));
     case 'client':
       return { code: grpc.status.CANCELLED, details: 'cancelled' };
     default:
