@@ -8,6 +8,7 @@ import { decodeSecretKey } from '../bridges/webhooks/secret-box.ts';
 import { GATEWAY_ROUTE_ROOTS } from '../http/route-roots.ts';
 import { kebab, pascal } from '../mapping/names.ts';
 import type { ConfigPath } from './problems.ts';
+import { isWildcardAddress } from './wildcard-address.ts';
 import { asList, asMap, asText, entries, legacyBackends, type RawMap } from './raw.ts';
 import type { Reporter } from './yaml-source.ts';
 
@@ -15,6 +16,7 @@ import type { Reporter } from './yaml-source.ts';
 export function checkSemantics(config: RawMap, report: Reporter): void {
   checkAuth(asMap(config.auth), report);
   checkPublicUrl(asText(asMap(config.server).publicUrl), report);
+  checkWildcardHost(asMap(config.server), report);
   checkPageSize(asMap(asMap(config.events).pageSize), report);
   checkNetworks(asMap(config.webhooks).allowPrivateNetworks, ['webhooks', 'allowPrivateNetworks'], report);
   checkNetworks(asMap(config.registry).allowNetworks, ['registry', 'allowNetworks'], report);
@@ -54,6 +56,18 @@ function checkPublicUrl(publicUrl: string | undefined, report: Reporter): void {
   const path: ConfigPath = ['server', 'publicUrl'];
   if (url.search || url.hash) report(path, 'must not have a query or a fragment');
   if (url.username || url.password) report(path, 'must not carry credentials');
+}
+
+/**
+ * Every advertised URL starts with `server.publicUrl`, by default `http://{host}:{port}/`: bound to
+ * a wildcard address (every interface) that default is a URL no consumer can follow, so the
+ * public URL must then be set. (URLs are not built per request from `Host`: events keep public
+ * URLs in the log, which must not depend on who asked.)
+ */
+function checkWildcardHost(server: RawMap, report: Reporter): void {
+  const host = asText(server.host);
+  if (host === undefined || !isWildcardAddress(host) || server.publicUrl !== undefined) return;
+  report(['server', 'host'], `${host} binds every interface, so server.publicUrl must be set: every URL the gateway advertises (manifest, catalogues, agent card, MCP, gRPC .proto) starts with it, and http://${host.includes(':') ? `[${host}]` : host}:…/ is not one a consumer can follow; set it to the URL consumers reach the gateway at, e.g. https://gw.example.com/`);
 }
 
 function checkPageSize(pageSize: RawMap, report: Reporter): void {
