@@ -27,7 +27,7 @@ import { startGateway, type Gateway } from '../src/app.ts';
 import type { CommandStore, NewOutboxEntry } from '../src/commands/CommandStore.ts';
 import { RedisCommandStore } from '../src/commands/redis-store.ts';
 import { SqliteCommandStore } from '../src/commands/sqlite-store.ts';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from '../src/gateway-config.ts';
 import { benchRedisUrl, deletePrefix } from './support/redis.ts';
 import { BenchReport, sized } from './support/report.ts';
 

@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { startPaymentsService } from '../examples/payments-service.ts';
 import { startGateway, type Gateway } from '../src/app.ts';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from '../src/gateway-config.ts';
 import type { EventLog, NewEvent } from '../src/log/EventLog.ts';
 import { RedisEventLog } from '../src/log/redis.ts';
 import { SqliteEventLog } from '../src/log/sqlite.ts';
