@@ -3,7 +3,7 @@
  * `grpc.publicEndpoint` is set: the public URL's host with the gRPC port, never `0.0.0.0:9090`.
  */
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 import { gatewayTransports } from '../../src/manifest/gateway-capabilities.ts';
 
 async function transportsOf(grpc: string) {
