@@ -8,20 +8,37 @@
  *   exactly `"2.0"`, no `method` string, an `id` that is missing or not a string, integer or null
  *   (A2A methods are requests, never notifications), `params` neither an object nor an array;
  * - `-32601` Method not found: a method A2A 1.0's JSON-RPC binding does not define;
- * - `-32602` Invalid params: by-position (array) params, or a `historyLength` that is not a
- *   non-negative integer (`params.historyLength`, `params.configuration.historyLength`).
+ * - `-32602` Invalid params: by-position (array) params, a `historyLength` that is not a
+ *   non-negative integer (`params.historyLength`, `params.configuration.historyLength`), or params
+ *   the method's request type cannot decode (the SDK would fail on them with a TypeError, answered
+ *   as -32603 Internal error: e.g. `null` among a message's `parts`).
  *
  * Every answer is a JSON-RPC response object; the A2A HTTP binding for JSON-RPC carries them with
  * HTTP 200 (errors included), as the SDK's own Express handler does.
  */
+import {
+  CancelTaskRequest, DeleteTaskPushNotificationConfigRequest, GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
 import { isProtoError } from '../../errors.ts';
 
+/** The methods of A2A 1.0's JSON-RPC binding, each with the decoder of its params (the SDK's own). */
+const DECODERS: Readonly<Record<string, (params: unknown) => unknown>> = {
+  SendMessage: SendMessageRequest.fromJSON,
+  SendStreamingMessage: SendMessageRequest.fromJSON,
+  GetTask: GetTaskRequest.fromJSON,
+  ListTasks: ListTasksRequest.fromJSON,
+  CancelTask: CancelTaskRequest.fromJSON,
+  SubscribeToTask: SubscribeToTaskRequest.fromJSON,
+  CreateTaskPushNotificationConfig: TaskPushNotificationConfig.fromJSON,
+  GetTaskPushNotificationConfig: GetTaskPushNotificationConfigRequest.fromJSON,
+  ListTaskPushNotificationConfigs: ListTaskPushNotificationConfigsRequest.fromJSON,
+  DeleteTaskPushNotificationConfig: DeleteTaskPushNotificationConfigRequest.fromJSON,
+  GetExtendedAgentCard: GetExtendedAgentCardRequest.fromJSON,
+};
+
 /** The methods of A2A 1.0's JSON-RPC binding. */
-export const A2A_METHODS: ReadonlySet<string> = new Set([
-  'SendMessage', 'SendStreamingMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask',
-  'CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs',
-  'DeleteTaskPushNotificationConfig', 'GetExtendedAgentCard',
-]);
+export const A2A_METHODS: ReadonlySet<string> = new Set(Object.keys(DECODERS));
 
 /** JSON-RPC 2.0 error codes (section 5.1). */
 export const JSON_RPC = { PARSE_ERROR: -32700, INVALID_REQUEST: -32600, METHOD_NOT_FOUND: -32601, INVALID_PARAMS: -32602 } as const;
@@ -76,7 +93,7 @@ export function checkJsonRpcRequest(body: unknown): CheckedRequest {
   if (params !== undefined && (typeof params !== 'object' || params === null)) return refuse(id, JSON_RPC.INVALID_REQUEST, 'Invalid Request: "params" must be an object');
   if (!A2A_METHODS.has(method)) return refuse(id, JSON_RPC.METHOD_NOT_FOUND, `Method not found: ${method} is not an A2A 1.0 method`);
   if (Array.isArray(params)) return refuse(id, JSON_RPC.INVALID_PARAMS, 'Invalid params: A2A methods take named params (an object), not an array');
-  const problem = paramsProblem(params as Record<string, unknown> | undefined);
+  const problem = paramsProblem(params as Record<string, unknown> | undefined) ?? decodeProblem(method, params);
   if (problem !== undefined) return refuse(id, JSON_RPC.INVALID_PARAMS, `Invalid params: ${problem}`);
   return { request: { jsonrpc: '2.0', id, method, params: params as Record<string, unknown> | undefined } };
 }
@@ -103,6 +120,16 @@ function paramsProblem(params: Record<string, unknown> | undefined): string | un
     return 'configuration.historyLength must be a non-negative integer';
   }
   return undefined;
+}
+
+/** Why the method's request type cannot decode `params`, or undefined when it can. */
+function decodeProblem(method: string, params: unknown): string | undefined {
+  try {
+    DECODERS[method]!(params ?? {});
+    return undefined;
+  } catch (err) {
+    return `the params are not a ${method} request (${err instanceof Error ? err.message : String(err)})`;
+  }
 }
 
 /** Absent, or a non-negative integer (proto3 JSON also allows it as a string of digits). */

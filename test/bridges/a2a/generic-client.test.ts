@@ -198,6 +198,8 @@ describe('A2A as raw JSON-RPC (a generic client)', () => {
     ['a negative ListTasks historyLength', { jsonrpc: '2.0', id: 10, method: 'ListTasks', params: { historyLength: -1 } }, -32602, 10],
     ['a fractional historyLength', { jsonrpc: '2.0', id: 11, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }] }, configuration: { historyLength: 1.5 } } }, -32602, 11],
     ['a message that is not an object', { jsonrpc: '2.0', id: 12, method: 'SendMessage', params: { message: 42 } }, -32602, 12],
+    ['null among the parts (the SDK decoder threw: was -32603)', { jsonrpc: '2.0', id: 16, method: 'SendMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [null] } } }, -32602, 16],
+    ['null among a push config list', { jsonrpc: '2.0', id: 17, method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }, null] } } }, -32602, 17],
     ['an unknown task', { jsonrpc: '2.0', id: 13, method: 'GetTask', params: { id: 'no-such-task' } }, -32001, 13],
     ['a page token not issued', { jsonrpc: '2.0', id: 14, method: 'ListTasks', params: { pageToken: '50' } }, -32602, 14],
     ['subscribing to an unknown task', { jsonrpc: '2.0', id: 15, method: 'SubscribeToTask', params: { id: 'no-such-task' } }, -32001, 15],
@@ -226,4 +228,52 @@ describe('A2A as raw JSON-RPC (a generic client)', () => {
     const other = await rpc(gw.url, { jsonrpc: '2.0', id: 'p3', method: 'ListTasks', params: { pageSize: 2, pageToken: first.nextPageToken, status: 'TASK_STATE_COMPLETED' } });
     expect(other.body.error).toMatchObject({ code: -32602, message: expect.stringMatching(/other filters/) });
   });
+});
+
+describe('A2A endpoint under generated hostile requests', () => {
+  /** A small seeded generator (mulberry32): the same inputs on every run. */
+  function generator(seed: number) {
+    let state = seed;
+    const next = (): number => {
+      state = (state + 0x6d2b79f5) | 0;
+      let t = Math.imul(state ^ (state >>> 15), 1 | state);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T>(items: T[]): T => items[Math.floor(next() * items.length)]!;
+    const value = (depth: number): unknown => {
+      const kinds = depth > 2 ? ['null', 'bool', 'num', 'str'] : ['null', 'bool', 'num', 'str', 'arr', 'obj', 'obj'];
+      switch (pick(kinds)) {
+        case 'null': return null;
+        case 'bool': return next() < 0.5;
+        case 'num': return pick([0, -1, 1.5, 1e21, -2147483649, Number.MAX_SAFE_INTEGER]);
+        case 'str': return pick(['', 'x', '../', 'TASK_STATE_WORKING', 'ROLE_USER', '\u0000', 'a'.repeat(300)]);
+        case 'arr': return Array.from({ length: Math.floor(next() * 3) }, () => value(depth + 1));
+        default: {
+          const keys = ['message', 'parts', 'text', 'data', 'taskId', 'contextId', 'id', 'historyLength', 'pageSize', 'pageToken', 'configuration', 'role', 'messageId', 'status', 'url', 'metadata'];
+          return Object.fromEntries(Array.from({ length: 1 + Math.floor(next() * 4) }, () => [pick(keys), value(depth + 1)]));
+        }
+      }
+    };
+    return { pick, value };
+  }
+
+  it('every generated request is answered with a JSON-RPC response (never a 500, never an internal error)', async () => {
+    const { gw } = await gatewayWithClient();
+    const { pick, value } = generator(26);
+    const methods = ['SendMessage', 'GetTask', 'ListTasks', 'CancelTask', 'SubscribeToTask', 'SendStreamingMessage', 'CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig'];
+    for (let i = 0; i < 150; i++) {
+      const params = i % 3 === 0 ? { message: { messageId: `m-${i}`, role: 'ROLE_USER', parts: [value(2), { text: 'x' }] } } : value(0);
+      const valid = { jsonrpc: '2.0', id: i, method: pick(methods), params };
+      const body = i % 5 === 0 ? { ...valid, [pick(['jsonrpc', 'id', 'method', 'params'])]: value(1) } : valid;
+      const res = await fetch(`${gw.url}a2a`, { method: 'POST', headers: { 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify(body) });
+      const text = await res.text();
+      expect(res.status, text).toBe(200);
+      // A stream that began is SSE; everything else is one JSON-RPC response.
+      if (res.headers.get('content-type')?.startsWith('text/event-stream')) continue;
+      const answer = JSON.parse(text);
+      expect(answer.jsonrpc, JSON.stringify(body)).toBe('2.0');
+      if (answer.error) expect(answer.error.code, `${JSON.stringify(body)} → ${text}`).not.toBe(-32603);
+    }
+  }, 120_000);
 });
