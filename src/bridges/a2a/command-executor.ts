@@ -273,12 +273,13 @@ class TaskReporter {
   }
 
   /**
-   * The task as the message found it: a new one SUBMITTED with the message as its history, or a
-   * continued one in its stored state (empty history and artifacts: the stored ones are kept).
+   * The task as the message leaves it: a new one SUBMITTED with the message as its history, or a
+   * continued one WORKING on the message (empty history and artifacts: the stored ones are kept).
+   * Stored at once, so a further message finds it no longer waiting for input.
    */
   start(message: Message): void {
     const { taskId, contextId, task } = this.#request;
-    const status = task?.status ?? this.#status(TaskState.TASK_STATE_SUBMITTED);
+    const status = this.#status(task === undefined ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING);
     this.#bus.publish(AgentEvent.task({
       id: taskId, contextId, status, artifacts: [], history: task === undefined ? [message] : [], metadata: undefined,
     }));

@@ -104,7 +104,7 @@ describe('every A2A message creates or continues a task (SDK client)', () => {
       if (p?.$case === 'statusUpdate') states.push(p.value.status!.state);
       if (p?.$case === 'artifactUpdate') states.push(p.value.artifact!.name);
     }
-    expect(states).toEqual([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_WORKING, 'OrderPlacedV1', TaskState.TASK_STATE_COMPLETED]);
+    expect(states).toEqual([TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_WORKING, 'OrderPlacedV1', TaskState.TASK_STATE_COMPLETED]);
   });
 
   it('another text message in the task keeps it INPUT_REQUIRED; a data part without "type" says so', async () => {
