@@ -42,6 +42,8 @@ export const errorStatus = {
    * push notifications); `details.limit` names the config key, `details.max` its value.
    */
   QUOTA_EXCEEDED: 429,
+  /** A stream's reader left more than its byte bound unread (`sse.maxBufferedBytes`) and was ended; resume with the last event id. */
+  SLOW_CONSUMER: 429,
 } as const;
 
 /** A stable, machine-readable error code. */

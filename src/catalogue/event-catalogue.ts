@@ -1,8 +1,10 @@
 /**
  * The event-type catalogue (`GET /events/catalogue`, PROTOCOL.md 2.7) and the event schemas
- * (`GET /events/{schema}/{version}`, PROTOCOL.md 4.4). Types come from the legacy `records[].types`
- * and from every type seen in the log; the set of seen types is kept in the store, so it survives
- * restarts. A typed event's schema is the legacy `records[].schema`, or, for a proto backend,
+ * (`GET /events/{schema}/{version}`, PROTOCOL.md 4.4). Types come from the legacy `records[].types`,
+ * from every proto backend's own event catalogue (read at start and every `refresh`, so a type it
+ * declares typed is listed with its `dataschema`, and its schema served, before the first event of
+ * it), and from every type seen in the log; the set of known types is kept in the store, so it
+ * survives restarts. A typed event's schema is the legacy `records[].schema`, or, for a proto backend,
  * fetched from its `{endpoint}events/{schema}/{version}` and cached (rewritten to public URLs).
  * The types of a backend removed at runtime are forgotten with it.
  */
@@ -13,6 +15,9 @@ import { ProtoError } from '../errors.ts';
 import type { EventLog, StoredEvent } from '../log/EventLog.ts';
 import { joinUrl, rewriteDeep } from '../manifest/rewrite.ts';
 import { eventSchemaOf } from '../mapping/names.ts';
+import type { ProtoBackend } from '../backends/proto-backend.ts';
+import { CatalogueRefresher } from './catalogue-refresher.ts';
+import { readProtoEventCatalogue } from './proto-catalogue-source.ts';
 
 /** Catalogue entry (PROTOCOL.md 2.7). */
 export interface EventCatalogueEntry {
@@ -49,6 +54,7 @@ export class EventCatalogue {
   readonly #types = new Map<string, KnownType>();
   readonly #schemas = new Map<string, Record<string, unknown>>();
   #unsubscribe: (() => void) | undefined;
+  #refresher: CatalogueRefresher | undefined;
   #saving: Promise<void> = Promise.resolve();
 
   constructor(options: EventCatalogueOptions) {
@@ -67,12 +73,16 @@ export class EventCatalogue {
     const saved = await this.#options.log.checkpoint(CHECKPOINT_KEY);
     for (const known of saved ? (JSON.parse(saved) as KnownType[]) : []) this.#learn(known);
     this.#unsubscribe = this.#options.log.subscribe((events) => this.#observe(events));
+    // Not awaited: an unreachable backend must not hold the gateway's start (each read has a deadline).
+    this.#refresher = new CatalogueRefresher({ backends: this.#options.backends, read: (backend) => this.#readDeclared(backend), forget: () => {} });
+    void this.#refresher.start();
   }
 
   /** Stops learning. Safe to call twice. */
   async close(): Promise<void> {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
+    await this.#refresher?.close();
     await this.#saving;
   }
 
@@ -115,6 +125,21 @@ export class EventCatalogue {
    */
   addProduced(backendId: string, types: string[]): void {
     for (const type of types) this.#learn({ type, backend: backendId, typed: false });
+  }
+
+  /** Learns the event types a proto backend's own catalogue declares; a failed read changes nothing. */
+  async #readDeclared(backend: ProtoBackend): Promise<void> {
+    let declared;
+    try {
+      declared = await readProtoEventCatalogue(backend);
+    } catch (err) {
+      this.#options.logger.debug({ err, backend: backend.id }, 'could not read the event catalogue of a backend');
+      return;
+    }
+    if (this.#refresher?.closed || this.#options.backends.get(backend.id) === undefined) return;
+    let learned = false;
+    for (const { type, typed } of declared) learned = this.#learn({ type, backend: backend.id, typed }) || learned;
+    if (learned) this.#saving = this.#saving.then(() => this.#save());
   }
 
   #forget(backendId: string): void {

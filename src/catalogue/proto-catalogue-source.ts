@@ -10,6 +10,7 @@
 import { getJson } from '../backends/backend-http.ts';
 import type { ProtoBackend } from '../backends/proto-backend.ts';
 import { joinUrl, rewriteDeep } from '../manifest/rewrite.ts';
+import { commandTypeOf } from '../mapping/names.ts';
 
 /** Deadline of one catalogue or schema request, in ms (shorter when the backend's `refresh` is). */
 export const CATALOGUE_TIMEOUT_MS = 5_000;
@@ -59,6 +60,31 @@ export async function readProtoCatalogue(backend: ProtoBackend, kind: CatalogueK
     return { ...item, document };
   });
   return { entries, skipped };
+}
+
+/** One entry of a proto backend's event catalogue (PROTOCOL.md 2.7): an event type it declares. */
+export interface ProtoEventEntry {
+  /** The event type the entry names: `{$pascal(schema)}V{version}` (DESIGN.md, Conventions: Names). */
+  type: string;
+  /** Whether the backend declares a `dataschema` for it (a typed event). */
+  typed: boolean;
+}
+
+/**
+ * Reads a backend's event catalogue, `GET {endpoint}events/catalogue` (`{ events: [{ schema,
+ * version, dataschema?, description? }] }`); a 404 is an empty catalogue. Entries with unsafe names
+ * or a version that is not a whole number (event versions are, by the naming convention) are
+ * skipped; at most `MAX_ENTRIES_PER_BACKEND` are read. Throws when the catalogue cannot be read.
+ */
+export async function readProtoEventCatalogue(backend: ProtoBackend): Promise<ProtoEventEntry[]> {
+  const timeoutMs = Math.min(CATALOGUE_TIMEOUT_MS, backend.config.refreshMs);
+  const list = await fetchDocument(joinUrl(backend.endpoint(), 'events/catalogue'), backend, timeoutMs, { absentIsEmpty: true });
+  const items = Array.isArray(list.events) ? (list.events as unknown[]).slice(0, MAX_ENTRIES_PER_BACKEND) : [];
+  return items.flatMap((item) => {
+    const { schema, version, dataschema } = (item ?? {}) as Record<string, unknown>;
+    if (typeof schema !== 'string' || !NAME.test(schema) || typeof version !== 'string' || !/^\d{1,9}$/.test(version)) return [];
+    return [{ type: `${commandTypeOf(schema)}V${version}`, typed: typeof dataschema === 'string' && dataschema.length > 0 }];
+  });
 }
 
 function listItem(item: unknown, endpoint: string, kind: CatalogueKind): Omit<ProtoCatalogueEntry, 'document'> | undefined {

@@ -19,8 +19,12 @@ export const MAX_ATTRIBUTE_LENGTH = 2048;
 
 /** PascalCase types (PROTOCOL.md 2.5, 6.1). */
 
-/** Returns `body` as a command envelope, or throws 400 `INVALID_ENVELOPE` for the first broken rule. */
-export function checkCommandEnvelope(body: unknown): CommandEnvelope {
+/**
+ * Returns `body` as a command envelope, or throws 400 `INVALID_ENVELOPE` for the first broken rule.
+ * `time` is optional (CloudEvents 1.0 makes it so): a command without one gets `receivedAt`, the
+ * time the gateway took it, in place; one that is present must be a date-time with a zone.
+ */
+export function checkCommandEnvelope(body: unknown, receivedAt: () => Date = () => new Date()): CommandEnvelope {
   if (!isObject(body)) throw invalid('the command must be a JSON object (a CloudEvents envelope)');
   if (body.specversion !== '1.0') throw invalid('specversion must be "1.0"', 'specversion');
   requireText(body, 'id', MAX_ID_LENGTH);
@@ -30,6 +34,7 @@ export function checkCommandEnvelope(body: unknown): CommandEnvelope {
   if (body.datacontenttype !== 'application/json') throw invalid('datacontenttype must be "application/json"', 'datacontenttype');
   // dataschema is required on commands (PROTOCOL.md 2.5, rule 6).
   requireText(body, 'dataschema', MAX_ATTRIBUTE_LENGTH);
+  if (body.time === undefined) body.time = receivedAt().toISOString();
   if (!isEventTime(body.time)) {
     throw invalid('time must be an ISO 8601 / RFC 3339 date-time with a zone', 'time');
   }

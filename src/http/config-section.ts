@@ -8,6 +8,7 @@ import { asList, asMap, asText, entries, type RawMap } from '../config/raw.ts';
 import type { ConfigSection } from '../config/section.ts';
 import { firstSeen } from '../config/semantic-checks.ts';
 import type { AuthConfig, ServerConfig } from '../config/types.ts';
+import { isWildcardAddress } from '../config/wildcard-address.ts';
 import type { Reporter } from '../config/yaml-source.ts';
 
 /** `server:`: the listener (host 127.0.0.1, port 8080, body limit 1mb, JSON depth 64, shutdown 10s). */
@@ -69,7 +70,10 @@ export const serverSection: ConfigSection<'server'> = {
       }
     }
   },
-  check: (config, report) => checkPublicUrl(asText(asMap(config.server).publicUrl), report),
+  check: (config, report) => {
+    checkPublicUrl(asText(asMap(config.server).publicUrl), report);
+    checkWildcardHost(asMap(config.server), report);
+  },
   defaults(value): ServerConfig {
     const raw = asMap(value);
     const config: ServerConfig = {
@@ -185,6 +189,18 @@ function checkAuth(auth: RawMap, report: Reporter): void {
     ids(asText(key.id), ['auth', 'keys', index, 'id'], (first) => `duplicate key id, also at auth.keys[${first}]`, index);
     secrets(asText(key.key), ['auth', 'keys', index, 'key'], (first) => `same key as auth.keys[${first}]`, index);
   }
+}
+
+/**
+ * Every advertised URL starts with `server.publicUrl`, by default `http://{host}:{port}/`: bound to
+ * a wildcard address (every interface) that default is a URL no consumer can follow, so the
+ * public URL must then be set. (URLs are not built per request from `Host`: events keep public
+ * URLs in the log, which must not depend on who asked.)
+ */
+function checkWildcardHost(server: RawMap, report: Reporter): void {
+  const host = asText(server.host);
+  if (host === undefined || !isWildcardAddress(host) || server.publicUrl !== undefined) return;
+  report(['server', 'host'], `${host} binds every interface, so server.publicUrl must be set: every URL the gateway advertises (manifest, catalogues, agent card, MCP, gRPC .proto) starts with it, and http://${host.includes(':') ? `[${host}]` : host}:…/ is not one a consumer can follow; set it to the URL consumers reach the gateway at, e.g. https://gw.example.com/`);
 }
 
 /** The public URL is a base: no query, no fragment, no credentials. */

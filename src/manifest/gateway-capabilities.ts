@@ -3,6 +3,7 @@
  * (never `active` with a missing route). Later features add theirs here.
  */
 import type { AuthConfig, GatewayConfig } from '../config/types.ts';
+import { isWildcardAddress } from '../config/wildcard-address.ts';
 import type { CapabilitySpec } from './capabilities.ts';
 import type { ServiceEntry } from './types.ts';
 
@@ -92,13 +93,16 @@ export function gatewayCapabilitySpecs(config: GatewayConfig): CapabilitySpec[] 
 
 /**
  * The gateway's transports besides HTTP, as its service entry advertises them (PROTOCOL.md 2.4):
- * `grpc` when the `grpc` section is present (`publicEndpoint`, default `host:port`, and the served
+ * `grpc` when the `grpc` section is present (`publicEndpoint`, default `host:port`, the public URL's
+ * host when `grpc.host` is a wildcard address, and the served
  * `.proto`), and `a2a` (the agent card URL) when `a2a.enabled`; `grpcPort` is the port bound when the configured one is 0.
  */
 export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpcPort?: number): Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> {
   const transports: Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> = {};
   if (config.grpc) {
-    const endpoint = config.grpc.publicEndpoint ?? `${config.grpc.host}:${grpcPort || config.grpc.port}`;
+    // Bound to every interface, the listening host is no address to advertise: the public URL's host is.
+    const host = isWildcardAddress(config.grpc.host) ? new URL(publicUrl).hostname : config.grpc.host;
+    const endpoint = config.grpc.publicEndpoint ?? `${host}:${grpcPort || config.grpc.port}`;
     transports.grpc = { endpoint, proto: `${publicUrl}proto/gateway.proto` };
   }
   // The A2A agent card (PROTOCOL.md 2.2, 2.4); never a flag in the events capability's push block.

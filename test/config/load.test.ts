@@ -212,6 +212,17 @@ describe('problems are reported at their line and column', () => {
     expect(where(await problemsOf('console:\n  path: /metrics\n'))).toEqual([[2, 9, "console.path: /metrics is the gateway's own route; choose another path (e.g. /console)"]]);
   });
 
+  it('a wildcard server.host without server.publicUrl: the advertised URLs would be http://0.0.0.0:…', async () => {
+    for (const host of ['0.0.0.0', '"::"', '"[::]"', '"0:0:0:0:0:0:0:0"']) {
+      const [problem] = await problemsOf(`server:\n  host: ${host}\n`);
+      expect(problem?.message).toMatch(/^server\.host: .* binds every interface, so server.publicUrl must be set/);
+      expect(problem?.line).toBe(2);
+    }
+    // Set, or a specific address: fine.
+    expect((await loadConfig(await writeConfig('server:\n  host: 0.0.0.0\n  publicUrl: https://gw.test/\n'))).server.host).toBe('0.0.0.0');
+    expect((await loadConfig(await writeConfig('server:\n  host: 10.1.2.3\n'))).server.host).toBe('10.1.2.3');
+  });
+
   it('a bad enum value', async () => {
     expect(where(await problemsOf('storage:\n  driver: postgres\n'))).toEqual([[2, 11, 'storage.driver: must be one of "sqlite", "memory", "redis"']]);
   });
@@ -296,7 +307,7 @@ describe('environment variables', () => {
   });
 
   it('substitutes values, not comments, and $${VAR} is a literal', async () => {
-    const text = '# ${NOT_SET} in a comment is left alone\nserver:\n  host: ${HOST}\nstorage:\n  prefix: "$${HOST}-${HOST}:"\n';
+    const text = '# ${NOT_SET} in a comment is left alone\nserver:\n  host: ${HOST}\n  publicUrl: https://gw.test/\nstorage:\n  prefix: "$${HOST}-${HOST}:"\n';
     const config = await loadConfig(await writeConfig(text), { HOST: '0.0.0.0' });
     expect(config.server.host).toBe('0.0.0.0');
     expect(config.storage.prefix).toBe('${HOST}-0.0.0.0:');

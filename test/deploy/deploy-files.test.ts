@@ -74,7 +74,12 @@ describe('deploy files', () => {
     expect(user).toBeDefined();
     expect(user).not.toMatch(/^(root|0)(:|$)/);
     expect(of('HEALTHCHECK').join(' ')).toMatch(/\/healthz/);
-    const config = await validate(read('gateway.yaml'), 'gateway.yaml', {});
+    // The image's own environment (ENV) is what its default config is loaded with.
+    const env = Object.fromEntries(of('ENV').map((args) => args.split('=', 2) as [string, string]));
+    const config = await validate(read('gateway.yaml'), 'gateway.yaml', env);
+    // Bound to 0.0.0.0: the advertised URL is the public one, never http://0.0.0.0:….
+    expect(config.server.host).toBe('0.0.0.0');
+    expect(config.server.publicUrl).toBe('http://localhost:8080/');
     const exposed = of('EXPOSE').join(' ').split(/\s+/).map((p) => Number(p.split('/')[0]));
     expect(exposed).toContain(config.server.port);
     expect(exposed).toContain(config.grpc?.port);

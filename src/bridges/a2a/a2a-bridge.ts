@@ -11,7 +11,7 @@
  * of the shared stream pool while it is open.
  */
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
-import { DefaultRequestHandler, InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
+import { InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
 import type { CommandCatalogue, CommandEntry } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
@@ -27,6 +27,8 @@ import { GuardedPushSender } from './push-sender.ts';
 import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import type { A2aMetrics } from '../../metrics/a2a.ts';
 import { GatewayUser } from './gateway-user.ts';
+import { readJsonRpcRequest, type JsonRpcId } from './jsonrpc-request.ts';
+import { TaskRequestHandler } from './task-request-handler.ts';
 
 /** What the A2A bridge is built from. */
 export interface A2aBridgeOptions {
@@ -85,7 +87,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     onOutcome: (outcome) => options.metrics.push(outcome),
     logger: options.logger,
   });
-  const handler = new DefaultRequestHandler(card(), options.taskStore, executor, undefined, pushStore, pushSender, async () => fullCard());
+  const handler = new TaskRequestHandler({ card: card(), taskStore: options.taskStore, executor, pushStore, pushSender, extendedCard: async () => fullCard() });
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);
@@ -96,22 +98,25 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   return { routes, executor, pushSender, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
 }
 
-/** Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. */
-async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: DefaultRequestHandler, admission: Admission): Promise<Reply | undefined> {
-  const body = await ctx.json();
-  const method = typeof body === 'object' && body !== null ? (body as { method?: unknown }).method : undefined;
-  const operation = a2aOperation(method);
+/**
+ * Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. The
+ * envelope is checked first (`jsonrpc-request.ts`); every answer, errors included, is HTTP 200.
+ */
+async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: TaskRequestHandler, admission: Admission): Promise<Reply | undefined> {
+  const checked = await readJsonRpcRequest(() => ctx.json());
+  if ('refusal' in checked) return { status: 200, body: checked.refusal };
+  const { request } = checked;
+  const operation = a2aOperation(request.method);
   // An unknown method has no row: the SDK answers it "method not found".
   if (operation) admission.authorize(ctx.principal, operation);
   const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
   const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
-  const id = typeof body === 'object' && body !== null && 'id' in body ? (body as { id: unknown }).id : null;
   try {
     validateVersion(context.requestedVersion, await handler.getAgentCard(), 'JSONRPC');
   } catch (err) {
-    return { status: 200, body: { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
+    return { status: 200, body: { jsonrpc: '2.0', id: request.id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
   }
-  const result = await transport.handle(body as Record<string, unknown>, context);
+  const result = await transport.handle(request as unknown as Record<string, unknown>, context);
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
   let slot;
   try {
@@ -122,18 +127,28 @@ async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, h
     throw err;
   }
   try {
-    await writeStream(ctx, result, id);
+    return await writeStream(ctx, result, request.id);
   } finally {
     slot.release();
   }
-  return undefined;
 }
 
-/** Writes each answer of a stream as one SSE `data:` frame; an error ends it with an `error` event. */
-async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>, id: unknown): Promise<void> {
+/**
+ * Writes each answer of a stream as one SSE `data:` frame; an error ends it with an `error` event.
+ * An error before the first answer (an unknown task, a task that takes no message now) is a plain
+ * JSON-RPC error response instead, as for the other methods.
+ */
+async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>, id: JsonRpcId): Promise<Reply | undefined> {
   const { res } = ctx;
+  let first: IteratorResult<unknown>;
+  try {
+    first = await stream.next();
+  } catch (err) {
+    return { status: 200, body: { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
+  }
   res.writeHead(200, SSE_HEADERS);
   try {
+    if (!first.done && !res.destroyed) res.write(`data: ${JSON.stringify(first.value)}\n\n`);
     for await (const item of stream) {
       if (res.destroyed) continue; // the client left: the task still runs to its end (bounded by a2a.timeout)
       res.write(`data: ${JSON.stringify(item)}\n\n`);
@@ -144,6 +159,7 @@ async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>,
   } finally {
     res.end();
   }
+  return undefined;
 }
 
 function headerOf(ctx: RequestContext, name: string): string | undefined {

@@ -45,7 +45,8 @@ export function buildAgentCard(input: AgentCardInput, withSkills = true): AgentC
     capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: true },
     securitySchemes: schemes,
     securityRequirements: Object.keys(schemes).map((name) => ({ schemes: { [name]: { list: [] } } })),
-    defaultInputModes: ['application/json'],
+    // Text is taken too: it opens a task waiting for a command (input-required), listing the skills.
+    defaultInputModes: ['application/json', 'text/plain'],
     defaultOutputModes: ['application/json'],
     skills: withSkills ? input.commands.map(skillOf) : [],
     provider: undefined,

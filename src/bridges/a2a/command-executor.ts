@@ -1,9 +1,13 @@
 /**
- * The A2A agent executor: a user message whose data part is `{ type, data, source? }` becomes a
- * command through the same pipeline as `POST /commands` (principal = the authenticated caller);
- * every event correlated with it becomes an artifact of the task (name = event type, one data
- * part = the event envelope) until an event decides the outcome (`command-outcome.ts`), no further
- * event came within `a2a.settle`, `a2a.timeout` passed, or the caller cancelled.
+ * The A2A agent executor. Every message creates or continues a task:
+ * - a user message whose data part is `{ type, data, source? }` becomes a command through the same
+ *   pipeline as `POST /commands` (principal = the authenticated caller); every event correlated
+ *   with it becomes an artifact of the task (name = event type, one data part = the event
+ *   envelope) until an event decides the outcome (`command-outcome.ts`), no further event came
+ *   within `a2a.settle`, `a2a.timeout` passed, or the caller cancelled;
+ * - any other message (text, or a data part without a `type`) leaves the task `input-required`,
+ *   its status message listing the skills and the data part expected; the caller continues the
+ *   same task (its `taskId` and `contextId`) with a command.
  */
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
@@ -33,7 +37,7 @@ export interface A2aExecutorMetrics {
 export interface CommandExecutorOptions {
   /** The command type, or undefined when it is not in the catalogue. */
   commandOf(type: string): ExecutableCommand | undefined;
-  /** Every command type (the reply to a message without a data part). */
+  /** Every command type (listed to a task waiting for a command). */
   commands(): readonly SkillSource[];
   /** Submits a command envelope (the ingestion pipeline); throws catalogue `ProtoError`s. */
   submit(principal: string, envelope: Record<string, unknown>): Promise<void>;
@@ -73,13 +77,13 @@ export class CommandExecutor implements AgentExecutor {
   execute = async (request: RequestContext, bus: ExecutionEventBus): Promise<void> => {
     const message = request.userMessage;
     const command = commandPart(message);
-    if (command === undefined) {
-      bus.publish(AgentEvent.message(agentMessage(request, this.#skillsText())));
+    const task = new TaskReporter(request, bus, this.#options.metrics);
+    task.start(message);
+    if (!namesCommand(command)) {
+      task.inputRequired(this.#guidance(command === undefined ? 'This message has no data part.' : 'The data part has no "type".'));
       bus.finished();
       return;
     }
-    const task = new TaskReporter(request, bus, this.#options.metrics);
-    task.start(message);
     const cancel = new AbortController();
     this.#running.set(request.taskId, cancel);
     try {
@@ -109,10 +113,10 @@ export class CommandExecutor implements AgentExecutor {
   }
 
   /** Checks, submits and follows one command; resolves with how the task ends. */
-  async #run(command: CommandRequest, user: GatewayUser | undefined, task: TaskReporter, signal: AbortSignal): Promise<Ending> {
+  async #run(command: CommandRequest & { type: string }, user: GatewayUser | undefined, task: TaskReporter, signal: AbortSignal): Promise<Ending> {
     const refusal = this.#refusal(command, user);
     if (refusal) return refused(refusal);
-    const entry = this.#options.commandOf(command.type as string) as ExecutableCommand;
+    const entry = this.#options.commandOf(command.type) as ExecutableCommand;
     const id = randomUUID();
     // Opened before the command is submitted, so no correlated event can slip past.
     const { filter, aliasesFor } = await followAliases({ correlationId: id }, this.#options.aliases);
@@ -131,11 +135,8 @@ export class CommandExecutor implements AgentExecutor {
     }
   }
 
-  /** A refusal that needs no pipeline: no command type, no `write` scope, or an unknown type. */
-  #refusal(command: CommandRequest, user: GatewayUser | undefined): ProtoError | undefined {
-    if (typeof command.type !== 'string' || command.type.length === 0) {
-      return new ProtoError('INVALID_ENVELOPE', 'the data part needs a "type" (a command type) and a "data" object', { attribute: 'type' });
-    }
+  /** A refusal that needs no pipeline: no `write` scope, or an unknown type. */
+  #refusal(command: CommandRequest & { type: string }, user: GatewayUser | undefined): ProtoError | undefined {
     if (user !== undefined && !user.scopes.has('write')) return new ProtoError('FORBIDDEN', 'sending a command needs the write scope');
     if (this.#options.commandOf(command.type) === undefined) {
       return new ProtoError('UNKNOWN_COMMAND_TYPE', `no command type ${command.type}; the agent card lists the skills`);
@@ -169,13 +170,21 @@ export class CommandExecutor implements AgentExecutor {
     }
   }
 
-  #skillsText(): string {
-    const lines = this.#options.commands().map((c) => `- ${c.type} (${c.schema} ${c.version}, ${c.backend})${c.description ? `: ${c.description}` : ''}`);
-    return [
-      'Send a message with one data part {"type": "<CommandType>", "data": {...}, "source"?: "..."}.',
-      'The task reports every event the command produces as an artifact. Command types:',
+  /** The status message of an `input-required` task: why, the skills, and the data part expected. */
+  #guidance(why: string): Part[] {
+    const commands = this.#options.commands();
+    const lines = commands.map((c) => `- ${c.type} (${c.schema} ${c.version}, ${c.backend})${c.description ? `: ${c.description}` : ''}`);
+    const text = [
+      why,
+      'Continue this task (same taskId and contextId) with a message holding one data part {"type": "<CommandType>", "data": {...}, "source"?: "..."}.',
+      'The task then reports every event the command produces as an artifact. Command types:',
       ...lines,
     ].join('\n');
+    const expected = {
+      expectedDataPart: { type: '<CommandType>', data: {}, source: '<optional URI-reference>' },
+      commandTypes: commands.map((c) => ({ type: c.type, schema: c.schema, version: c.version, backend: c.backend, description: c.description })),
+    };
+    return [textPart(text), dataPart(expected)];
   }
 }
 
@@ -219,6 +228,11 @@ function refused(err: unknown): Ending {
   return { state, text: `${err.code}: ${err.message}` };
 }
 
+/** Whether a data part names a command type. */
+function namesCommand(command: CommandRequest | undefined): command is CommandRequest & { type: string } {
+  return typeof command?.type === 'string' && command.type.length > 0;
+}
+
 /** The first data part of `message`, or undefined. */
 function commandPart(message: Message): CommandRequest | undefined {
   for (const part of message.parts) {
@@ -238,10 +252,10 @@ function textPart(text: string): Part {
   return { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
 }
 
-function agentMessage(request: { taskId: string; contextId: string }, text: string, taskId = ''): Message {
+function agentMessage(request: { taskId: string; contextId: string }, parts: Part[]): Message {
   return {
-    messageId: randomUUID(), contextId: request.contextId, taskId, role: Role.ROLE_AGENT,
-    parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [],
+    messageId: randomUUID(), contextId: request.contextId, taskId: request.taskId, role: Role.ROLE_AGENT,
+    parts, metadata: undefined, extensions: [], referenceTaskIds: [],
   };
 }
 
@@ -258,11 +272,22 @@ class TaskReporter {
     this.#metrics = metrics;
   }
 
+  /**
+   * The task as the message leaves it: a new one SUBMITTED with the message as its history, or a
+   * continued one WORKING on the message (empty history and artifacts: the stored ones are kept).
+   * Stored at once, so a further message finds it no longer waiting for input.
+   */
   start(message: Message): void {
-    const { taskId, contextId } = this.#request;
+    const { taskId, contextId, task } = this.#request;
+    const status = this.#status(task === undefined ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING);
     this.#bus.publish(AgentEvent.task({
-      id: taskId, contextId, status: this.#status(TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [message], metadata: undefined,
+      id: taskId, contextId, status, artifacts: [], history: task === undefined ? [message] : [], metadata: undefined,
     }));
+  }
+
+  /** The task waits for a message with a command; `parts` say what to send. */
+  inputRequired(parts: Part[]): void {
+    this.#update(TaskState.TASK_STATE_INPUT_REQUIRED, parts);
   }
 
   /** The command entered the outbox: the task works, and names the command id (the correlation id). */
@@ -281,18 +306,18 @@ class TaskReporter {
   }
 
   end(ending: Ending): void {
-    this.#update(ending.state, ending.text);
+    this.#update(ending.state, [textPart(ending.text)]);
     this.#metrics.finished(finalName(ending.state));
   }
 
-  #update(state: TaskState, text?: string): void {
+  #update(state: TaskState, parts?: Part[]): void {
     const { taskId, contextId } = this.#request;
     const metadata = this.#commandId === undefined ? undefined : { commandId: this.#commandId };
-    this.#bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: this.#status(state, text), metadata }));
+    this.#bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: this.#status(state, parts), metadata }));
   }
 
-  #status(state: TaskState, text?: string) {
-    const message = text === undefined ? undefined : agentMessage(this.#request, text, this.#request.taskId);
+  #status(state: TaskState, parts?: Part[]) {
+    const message = parts === undefined ? undefined : agentMessage(this.#request, parts);
     return { state, message, timestamp: new Date().toISOString() };
   }
 }

@@ -14,15 +14,17 @@
  * - Sizes as on HTTP: a message over `server.bodyLimit` is refused by grpc-js before it is decoded
  *   (`RESOURCE_EXHAUSTED`); `SubmitCommand`'s JSON `text_data` deeper than `server.maxJsonDepth` is
  *   `INVALID_ARGUMENT` (`INVALID_JSON`).
- * - The standard health service (`grpc.health.v1`) and server reflection are served beside it.
- * - `close()` (shutdown): health turns NOT_SERVING, open streams end `UNAVAILABLE` ("gateway
- *   shutting down"), calls in flight get until the deadline, then the server is forced down.
+ * - The standard health service (`grpc.health.v1`) and server reflection (v1 and v1alpha) are
+ *   served beside it; reflection serves the compiled descriptors of `proto/descriptors.pb`
+ *   (`descriptor-set.ts`) and lists all three services.
+ * - `close()` (shutdown): health turns NOT_SERVING, open streams (Subscribe and health Watch) end
+ *   `UNAVAILABLE` ("gateway shutting down"), calls in flight get until the deadline, then the
+ *   server is forced down. Every refusal and every abnormal end carries `proto-error-code`.
  */
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from 'pino';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { EventsConfig, GatewayConfig } from '../../config/types.ts';
@@ -42,9 +44,14 @@ import type { TailEncoding } from '../live-tail/tail-event.ts';
 import type { TailEndReason, TailWriter } from '../live-tail/tail-subscriber.ts';
 import { fromProtoEvent, toProtoEvent, type ProtoCloudEvent } from './cloudevent-codec.ts';
 import { grpcError, statusName } from './grpc-status.ts';
+import { readDescriptorSet, reflectionPackage } from './descriptor-set.ts';
+import { HealthService } from './health-service.ts';
 
 /** The folder of the `.proto` files (also served over HTTP at `/proto/`). */
 export const PROTO_DIR = fileURLToPath(new URL('../../../proto/', import.meta.url));
+
+/** The compiled `FileDescriptorSet` of the gRPC surface (`proto/build-descriptors.sh` writes it). */
+export const DESCRIPTOR_SET_PATH = `${PROTO_DIR}descriptors.pb`;
 
 /** The fully qualified name of the service (health status key). */
 export const EVENT_GATEWAY_SERVICE = 'proto.gateway.v1.EventGateway';
@@ -97,7 +104,7 @@ interface ListEventsRequest {
 export class GrpcBridge {
   readonly #o: GrpcBridgeOptions;
   readonly #server: grpc.Server;
-  readonly #health = new HealthImplementation({ '': 'NOT_SERVING', [EVENT_GATEWAY_SERVICE]: 'NOT_SERVING' });
+  readonly #health = new HealthService(['', EVENT_GATEWAY_SERVICE]);
   readonly #streams = new Set<GrpcStreamWriter>();
   #port = 0;
   #closing: Promise<void> | undefined;
@@ -105,6 +112,8 @@ export class GrpcBridge {
   constructor(options: GrpcBridgeOptions) {
     this.#o = options;
     this.#server = new grpc.Server({ 'grpc.max_receive_message_length': options.maxMessageBytes });
+    // The service from the .proto files (protobufjs turns a descriptor's map entries into repeated
+    // fields, not maps); reflection from the compiled set, which a test holds equal to these files.
     const definition = protoLoader.loadSync(['gateway.proto'], { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true });
     const service = tolerantDecoding((grpc.loadPackageDefinition(definition) as any).proto.gateway.v1.EventGateway.service as grpc.ServiceDefinition);
     this.#server.addService(service, {
@@ -119,7 +128,7 @@ export class GrpcBridge {
       SubmitCommand: this.#unary('SubmitCommand', 'grpc.SubmitCommand', (request: ProtoCloudEvent, principal) => this.#submit(request, principal)),
     });
     this.#health.addToServer(this.#server);
-    new ReflectionService(definition).addToServer(this.#server);
+    new ReflectionService(reflectionPackage(readDescriptorSet(DESCRIPTOR_SET_PATH))).addToServer(this.#server);
   }
 
   /** The port it listens on (the configured one, or the one chosen for port 0). */
@@ -134,8 +143,7 @@ export class GrpcBridge {
     this.#port = await new Promise<number>((resolve, reject) => {
       this.#server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
     });
-    this.#health.setStatus('', 'SERVING');
-    this.#health.setStatus(EVENT_GATEWAY_SERVICE, 'SERVING');
+    this.#health.setStatus('SERVING');
     this.#o.logger.info({ host, port: this.#port }, 'grpc listening');
   }
 
@@ -146,8 +154,7 @@ export class GrpcBridge {
   }
 
   async #shutdown(deadlineMs: number): Promise<void> {
-    this.#health.setStatus('', 'NOT_SERVING');
-    this.#health.setStatus(EVENT_GATEWAY_SERVICE, 'NOT_SERVING');
+    this.#health.close();
     for (const stream of [...this.#streams]) stream.close('shutdown');
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
@@ -179,7 +186,7 @@ export class GrpcBridge {
           (err: unknown) => {
             const error = grpcError(err);
             if (error.code === grpc.status.INTERNAL) this.#o.logger.error({ err, method }, 'grpc call failed');
-            this.#o.metrics.rpc(method, statusName(error.code!));
+            this.#o.metrics.rpc(method, statusName(error.code));
             callback(error as grpc.ServiceError);
           },
         )
@@ -234,7 +241,7 @@ export class GrpcBridge {
       slot = this.#o.admission.streams.take(principal);
     } catch (err) {
       const error = grpcError(err);
-      metrics.rpc('Subscribe', statusName(error.code!));
+      metrics.rpc('Subscribe', statusName(error.code));
       call.emit('error', error);
       return;
     }
@@ -289,15 +296,18 @@ function timeOf(value: string, name: string): number {
   return ms;
 }
 
-/** The status a stream ends with, by why it ended. */
-function endStatus(reason: TailEndReason): { code: grpc.status; details: string } {
+/**
+ * The status a stream ends with, by why it ended: a catalogue error (so the trailers carry
+ * `proto-error-code`, as every refusal's do), or OK.
+ */
+function endStatus(reason: TailEndReason): Partial<grpc.ServiceError> & { code: grpc.status } {
   switch (reason) {
     case 'slow':
-      return { code: grpc.status.RESOURCE_EXHAUSTED, details: 'the stream fell too far behind; resume with last_event_id' };
+      return grpcError(new ProtoError('SLOW_CONSUMER', 'the stream fell too far behind; resume with last_event_id'));
     case 'shutdown':
-      return { code: grpc.status.UNAVAILABLE, details: 'gateway shutting down; resume with last_event_id' };
+      return grpcError(new ProtoError('NOT_READY', 'gateway shutting down; resume with last_event_id'));
     case 'error':
-      return { code: grpc.status.INTERNAL, details: 'the stream failed; resume with last_event_id' };
+      return grpcError(new ProtoError('INTERNAL', 'the stream failed; resume with last_event_id'));
     case 'client':
       return { code: grpc.status.CANCELLED, details: 'cancelled' };
     default:

@@ -26,15 +26,22 @@ const BY_CODE: Partial<Record<ErrorCode, status>> = {
   CONFLICT: status.ALREADY_EXISTS,
   RATE_LIMITED: status.RESOURCE_EXHAUSTED,
   TOO_MANY_STREAMS: status.RESOURCE_EXHAUSTED,
+  SLOW_CONSUMER: status.RESOURCE_EXHAUSTED,
   BACKEND_TIMEOUT: status.DEADLINE_EXCEEDED,
   BACKEND_UNAVAILABLE: status.UNAVAILABLE,
   NOT_READY: status.UNAVAILABLE,
 };
 
-/** A thrown error as a gRPC error: catalogue errors by the table, anything else INTERNAL (the cause stays in the log). */
-export function grpcError(err: unknown): Partial<ServiceError> {
-  if (!isProtoError(err)) return { code: status.INTERNAL, details: 'internal error' };
+/**
+ * A thrown error as a gRPC error: catalogue errors by the table, anything else INTERNAL (the cause
+ * stays in the log). Every one carries `proto-error-code` (`INTERNAL` for the latter).
+ */
+export function grpcError(err: unknown): Partial<ServiceError> & { code: status } {
   const metadata = new Metadata();
+  if (!isProtoError(err)) {
+    metadata.set('proto-error-code', 'INTERNAL');
+    return { code: status.INTERNAL, details: 'internal error', metadata };
+  }
   metadata.set('proto-error-code', err.code);
   if (err.details !== undefined) metadata.set('proto-error-details', asciiJson(err.details));
   const httpStatus = errorStatus[err.code];

@@ -107,6 +107,31 @@ describe('SubscribeToTask', () => {
   });
 });
 
+describe('a message for a running task', () => {
+  it('is refused (-32004) while its command runs: the running task goes on undisturbed, and no second command is sent', async () => {
+    const { client, received } = await gatewayWith(false, '{ settle: 300ms, timeout: 60s }');
+    const stream = client.sendMessageStream(shipParcel())[Symbol.asyncIterator]();
+    let running: { taskId: string; contextId: string } | undefined;
+    while (running === undefined) {
+      const { value } = await stream.next();
+      if (value?.payload?.$case === 'statusUpdate' && value.payload.value.status?.state === TaskState.TASK_STATE_WORKING) running = value.payload.value;
+    }
+    const followUp = shipParcel();
+    followUp.message.taskId = running.taskId;
+    followUp.message.contextId = running.contextId;
+    await expect(client.sendMessage(followUp)).rejects.toThrow(/TASK_STATE_WORKING: it takes a further message only in TASK_STATE_INPUT_REQUIRED/);
+    await expect(client.sendMessageStream(followUp)[Symbol.asyncIterator]().next()).rejects.toThrow(/TASK_STATE_WORKING/);
+    expect((await client.getTask({ tenant: '', id: running.taskId })).status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    await client.cancelTask({ tenant: '', id: running.taskId, metadata: undefined });
+    const rest: TaskState[] = [];
+    for (let next = await stream.next(); !next.done; next = await stream.next()) {
+      if (next.value.payload?.$case === 'statusUpdate' && next.value.payload.value.status) rest.push(next.value.payload.value.status.state);
+    }
+    expect(rest).toEqual([TaskState.TASK_STATE_CANCELED]);
+    expect(received()).toBe(1);
+  });
+});
+
 describe('commandOutcome', () => {
   const rules = { produces: ['OrderPlacedV1'], successType: 'OrderAcceptedV2', failureType: 'OrderTroubleV1' };
   it('fails on the configured failure type, *Failed and *Rejected (with or without a version)', () => {

@@ -113,6 +113,32 @@ export function taskStoreContract(name: string, make: (limits: TaskStoreLimits) 
       expect(second.nextPageToken).toBe('');
     });
 
+    it('pages by cursor: a task created between two pages shifts nothing, and each task comes once', async () => {
+      const s = await store();
+      for (let i = 0; i < 5; i++) await s.save(task(`t${i}`, TaskState.TASK_STATE_COMPLETED, i * 10), caller('alice'));
+      const first = await s.list({ ...LIST_ALL, pageSize: 2 }, caller('alice'));
+      expect(first.tasks.map((t) => t.id)).toEqual(['t4', 't3']);
+      // A newer task arrives: with an offset token the next page would repeat t3.
+      await s.save(task('t9', TaskState.TASK_STATE_COMPLETED, 90), caller('alice'));
+      const second = await s.list({ ...LIST_ALL, pageSize: 2, pageToken: first.nextPageToken }, caller('alice'));
+      expect(second.tasks.map((t) => t.id)).toEqual(['t2', 't1']);
+      const third = await s.list({ ...LIST_ALL, pageSize: 2, pageToken: second.nextPageToken }, caller('alice'));
+      expect(third.tasks.map((t) => t.id)).toEqual(['t0']);
+      expect(third.nextPageToken).toBe('');
+      // The token is opaque: not an offset a client could compute.
+      expect(first.nextPageToken).not.toMatch(/^\d+$/);
+    });
+
+    it('refuses a page token it did not issue, and one issued for other filters', async () => {
+      const s = await store();
+      for (let i = 0; i < 3; i++) await s.save(task(`t${i}`, TaskState.TASK_STATE_COMPLETED, i * 10), caller('alice'));
+      await expect(s.list({ ...LIST_ALL, pageToken: '2' }, caller('alice'))).rejects.toThrow(/pageToken is not a token this agent issued/);
+      await expect(s.list({ ...LIST_ALL, pageToken: 'not base64 json!' }, caller('alice'))).rejects.toThrow(/pageToken/);
+      const first = await s.list({ ...LIST_ALL, pageSize: 1 }, caller('alice'));
+      await expect(s.list({ ...LIST_ALL, contextId: 'ctx-2', pageToken: first.nextPageToken }, caller('alice'))).rejects.toThrow(/other filters/);
+      await expect(s.list({ ...LIST_ALL, historyLength: -1 }, caller('alice'))).rejects.toThrow(/historyLength/);
+    });
+
     it('close() twice is safe', async () => {
       const s = await store();
       await s.close();

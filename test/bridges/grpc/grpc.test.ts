@@ -199,7 +199,9 @@ describe('gRPC bridge', () => {
     await eventually(async () => (await metricValue(gw, 'proto_gateway_grpc_streams')) === 0);
     call.resume();
     call.on('data', () => {});
-    expect((await ended).code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    const error = await ended;
+    expect(error.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(error.metadata.get('proto-error-code')).toEqual(['SLOW_CONSUMER']);
   });
 
   it('ends open streams with UNAVAILABLE when the gateway shuts down', async () => {
@@ -213,5 +215,34 @@ describe('gRPC bridge', () => {
     const error = await ended;
     expect(error.code).toBe(grpc.status.UNAVAILABLE);
     expect(error.details).toMatch(/shutting down/);
+    expect(error.metadata.get('proto-error-code')).toEqual(['NOT_READY']);
+  });
+
+  it('ends an open health Watch at shutdown (NOT_SERVING, then UNAVAILABLE) instead of holding it for server.shutdownTimeout', async () => {
+    // A 5-minute shutdownTimeout: were the Watch kept open, close() would outlast the test's timeout.
+    const gw = await startTestGateway(`server: { host: 127.0.0.1, port: 0, shutdownTimeout: 5m }\nstorage: { driver: memory }\n${GRPC}`);
+    const health = (grpc.loadPackageDefinition(protoLoader.loadSync(healthProtoPath, { keepCase: true, enums: String })) as any).grpc.health.v1.Health;
+    const watcher = new health(`127.0.0.1:${gw.grpc!.port}`, grpc.credentials.createInsecure());
+    track(watcher);
+    const watch = watcher.Watch({ service: 'proto.gateway.v1.EventGateway' });
+    const statuses: string[] = [];
+    watch.on('data', (message: { status: string }) => statuses.push(message.status));
+    const ended = new Promise<grpc.ServiceError>((resolve) => watch.on('error', resolve));
+    await eventually(() => statuses.includes('SERVING') || undefined);
+    await gw.close();
+    const error = await ended;
+    expect(error.code).toBe(grpc.status.UNAVAILABLE);
+    expect(error.metadata.get('proto-error-code')).toEqual(['NOT_READY']);
+    expect(statuses).toEqual(['SERVING', 'NOT_SERVING']);
+  });
+
+  it('every refusal carries proto-error-code: unauthenticated Subscribe and unary calls alike', async () => {
+    const gw = await startTestGateway(gatewayYaml(`${GRPC}\n${AUTH}`));
+    const { client } = await clientFromManifest(gw);
+    const unaryError = await unary(client, 'ListEvents', {}).catch((err) => err);
+    expect(unaryError.metadata.get('proto-error-code')).toEqual(['UNAUTHENTICATED']);
+    const stream = client.Subscribe({}, metadata());
+    const streamError = await new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+    expect(streamError.metadata.get('proto-error-code')).toEqual(['UNAUTHENTICATED']);
   });
 });
