@@ -158,6 +158,8 @@ export class Dispatcher implements AcceptHandoff {
       this.#timer = setTimeout(() => this.wake(), MAX_IDLE_MS);
     } finally {
       this.#pumping = false;
+      // A wake during the last look's end (arming the timer) would otherwise wait for the timer.
+      if (this.#again && !this.#closing) this.wake();
     }
   }
 
