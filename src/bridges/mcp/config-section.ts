@@ -1,0 +1,36 @@
+/** The `mcp:` section: the MCP server (on by default), its session bound and idle timeout. */
+import { flag, ms, num } from '../../config/defaults.ts';
+import { asMap } from '../../config/raw.ts';
+import type { ConfigSection } from '../../config/section.ts';
+
+/** `mcp:` (enabled, 1000 sessions, idle 30m). */
+export const mcpSection: ConfigSection<'mcp'> = {
+  key: 'mcp',
+  schema: {
+    "type": "object",
+    "description": "The MCP server surface.",
+    "additionalProperties": false,
+    "properties": {
+      "enabled": {
+        "type": "boolean",
+        "description": "Serve MCP. Default true.",
+        "default": true
+      },
+      "maxSessions": {
+        "type": "integer",
+        "description": "Open MCP sessions at most. Default 1000.",
+        "minimum": 1,
+        "default": 1000
+      },
+      "idleTimeout": {
+        "$ref": "#/definitions/duration",
+        "description": "An idle session is closed after this long. Default 30m.",
+        "default": "30m"
+      }
+    }
+  },
+  defaults(value) {
+    const raw = asMap(value);
+    return { enabled: flag(raw.enabled, true), maxSessions: num(raw.maxSessions, 1000), idleTimeoutMs: ms(raw.idleTimeout, '30m') };
+  },
+};
