@@ -84,6 +84,7 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     rateLimiter: rateLimit,
     metrics,
     onEnqueued: () => dispatcher.wake(),
+    handoff: dispatcher,
   });
   const purger = idempotencyPurger(store, config.commands.idempotencyWindowMs, logger);
   return {

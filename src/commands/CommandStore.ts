@@ -145,14 +145,23 @@ export interface CommandStore extends IdempotencyStore, Outbox, CorrelationAlias
   /**
    * Group commit: every item as `accept` would, in order, in ONE durable commit (one transaction on
    * sqlite; one pipelined round of scripts on Redis). Idempotency stays exact inside the batch: an
-   * item whose id an earlier item of the batch took gets that item's record back. Returns one
-   * answer per item, in order.
+   * item whose id an earlier item of the batch took gets that item's record back. An item with
+   * `leaseMs` has its new entry claimed in the same commit, as `claimDue` would claim it at `nowMs`
+   * (hidden from every claimer until it is completed or rescheduled, or until `nowMs + leaseMs`),
+   * so the local dispatcher takes it from memory without a second write; a claimer that dies
+   * leaves it to come back when the lease runs out, marked `reclaimed`. Returns one answer per
+   * item, in order.
    */
-  acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>>;
+  acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]>;
 }
 
 /** One command to accept: its idempotency record and its outbox entry. */
 export interface AcceptItem {
   record: IdempotencyRecord;
   entry: NewOutboxEntry;
+  /** Claim the new entry for the caller in the same commit, leased for this many ms; absent: enqueued unclaimed. */
+  leaseMs?: number;
 }
+
+/** What `acceptBatch` answers per item: the live record holding its id (nothing written), or the seq of its new entry. */
+export type AcceptAnswer = { holder: IdempotencyRecord } | { seq: number };

@@ -15,6 +15,11 @@
  *   from every other claimer (another replica on a shared store), and back when a crashed
  *   claimer's lease runs out. Nothing in flight is read again. `proto_gateway_outbox_claims_total`
  *   counts claims, reclaims (work taken over from a dead claimer) and releases.
+ * - New commands come claimed (issue 29): the group commit of their accept claims them in the same
+ *   write, for as many as a lane has free slots (`reserve`), and hands them over in memory
+ *   (`handOver`, `AcceptHandoff`). The outbox is read again only when it may hold due entries not
+ *   in memory (an accept found the lane full, a retry, a restart, a timer, another replica's
+ *   entries): an attempt that completes does not make the dispatcher look at the outbox otherwise.
  * - A paused backend (`isPaused`) is skipped: its commands wait in the outbox until it is resumed
  *   (then `wake()`). Backends come and go at runtime: `deliveries` is read at every pass.
  * - The bookkeeping of an attempt that reached the backend (result events, completion, reschedule)
@@ -26,8 +31,9 @@
 import type { Logger } from 'pino';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { AttemptOutcome, CommandMetrics } from '../metrics/commands.ts';
-import type { CorrelationAliases, Outbox, OutboxEntry } from './CommandStore.ts';
+import type { ClaimedOutboxEntry, CorrelationAliases, Outbox, OutboxEntry } from './CommandStore.ts';
 import { defaultFailureType, failureData, resultEvent, type CommandDelivery, type DeliveryOutcome, type FailureReason } from './delivery.ts';
+import type { AcceptHandoff } from './group-commit.ts';
 import { parseRetryAfter, retryDelayMs } from './retry-schedule.ts';
 import { retryWhileLeased } from '../storage/retry-while-leased.ts';
 
@@ -69,10 +75,14 @@ export interface DispatcherOptions {
   random?: () => number;
 }
 
-export class Dispatcher {
+export class Dispatcher implements AcceptHandoff {
   readonly #options: DispatcherOptions;
   /** Seqs in flight, per backend. */
   readonly #lanes = new Map<string, Set<number>>();
+  /** Slots of each backend's lane reserved for entries a commit in flight claims at accept. */
+  readonly #reserved = new Map<string, number>();
+  /** False only while every due entry the outbox may hold is known to be in memory (see `wake`). */
+  #mayHoldDue = true;
   readonly #attempts = new Set<Promise<void>>();
   readonly #abort = new AbortController();
   #timer: NodeJS.Timeout | undefined;
@@ -101,6 +111,9 @@ export class Dispatcher {
    * turn of the event loop are coalesced into one look.
    */
   wake(): void {
+    // Whoever wakes the dispatcher may have left due entries in the outbox (an unclaimed enqueue,
+    // a timer, a resumed backend): the next completion looks again too, until a look finds none.
+    this.#mayHoldDue = true;
     if (!this.#started || this.#closing || this.#wakeScheduled) return;
     this.#wakeScheduled = true;
     setImmediate(() => {
@@ -143,7 +156,7 @@ export class Dispatcher {
     let ended = 0;
     for (;;) {
       // Due "at the end of time": every entry, whatever its next attempt, except those claimed just now.
-      const claimed = await this.#options.outbox.claimDue(backend, Number.MAX_SAFE_INTEGER, ABANDON_BATCH, this.#leaseMs);
+      const claimed = await this.#options.outbox.claimDue(backend, Number.MAX_SAFE_INTEGER, ABANDON_BATCH, this.leaseMs);
       const entries = claimed.filter((entry) => !inFlight.has(entry.seq));
       for (const entry of entries) {
         this.#fail(entry, reason);
@@ -160,6 +173,8 @@ export class Dispatcher {
     try {
       do {
         this.#again = false;
+        // Set again by a wake meanwhile, or by a fill that may have left due entries behind.
+        this.#mayHoldDue = false;
         for (const backend of [...this.#options.deliveries.keys()]) {
           if (!this.#options.isPaused?.(backend)) await this.#fill(backend, this.#laneOf(backend));
         }
@@ -170,6 +185,8 @@ export class Dispatcher {
       this.#timer = setTimeout(() => this.wake(), MAX_IDLE_MS);
     } finally {
       this.#pumping = false;
+      // A wake during the last look's end (arming the timer) would otherwise wait for the timer.
+      if (this.#again && !this.#closing) this.wake();
     }
   }
 
@@ -189,22 +206,68 @@ export class Dispatcher {
    * every claimer meanwhile, so nothing in flight is read again.
    */
   async #fill(backend: string, lane: Set<number>): Promise<void> {
-    const free = this.#options.concurrency - lane.size;
+    const free = this.#free(backend, lane);
     const delivery = this.#options.deliveries.get(backend);
-    if (free <= 0 || this.#closing || !delivery) return;
+    if (this.#closing || !delivery) return;
+    if (free <= 0) {
+      // The lane is full: whatever is due waits, and the next completion looks again.
+      this.#mayHoldDue = true;
+      return;
+    }
     const claimedMs = Date.now();
-    const claimed = await this.#options.outbox.claimDue(backend, claimedMs, free, this.#leaseMs);
+    // The slots stay reserved while the claim is in flight: a commit's handover meanwhile must not take them too.
+    this.#reserved.set(backend, (this.#reserved.get(backend) ?? 0) + free);
+    let claimed: ClaimedOutboxEntry[];
+    try {
+      claimed = await this.#options.outbox.claimDue(backend, claimedMs, free, this.leaseMs);
+    } finally {
+      this.#unreserve(backend, free);
+    }
+    if (claimed.length === free) this.#mayHoldDue = true;
     for (const entry of claimed) this.#options.metrics.countClaim(backend, entry.reclaimed ? 'reclaimed' : 'claimed');
     // Shutdown began while claiming: every entry goes back, none waits for its lease to end.
     if (this.#closing) {
       await Promise.all(claimed.map((entry) => this.#release(entry)));
       return;
     }
-    for (const entry of claimed) if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.#leaseMs);
+    for (const entry of claimed) if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.leaseMs);
   }
 
-  get #leaseMs(): number {
+  /** Free slots of a backend's lane: its concurrency less the attempts in flight and the slots reserved for commits in flight. */
+  #free(backend: string, lane: Set<number>): number {
+    return this.#options.concurrency - lane.size - (this.#reserved.get(backend) ?? 0);
+  }
+
+  /** The lease of a claim, in ms (`leaseMs`, default `timeoutMs` + `LEASE_MARGIN_MS`). */
+  get leaseMs(): number {
     return this.#options.leaseMs ?? this.#options.timeoutMs + LEASE_MARGIN_MS;
+  }
+
+  #unreserve(backend: string, slots: number): void {
+    const left = (this.#reserved.get(backend) ?? 0) - slots;
+    if (left > 0) this.#reserved.set(backend, left);
+    else this.#reserved.delete(backend);
+  }
+
+  /** `AcceptHandoff`: slots for entries claimed at accept; none before `start()`, while closing, or for a paused or unknown backend. */
+  reserve(backend: string, wanted: number): number {
+    if (!this.#started || this.#closing || this.#options.isPaused?.(backend) || !this.#options.deliveries.has(backend)) return 0;
+    const granted = Math.max(0, Math.min(wanted, this.#free(backend, this.#laneOf(backend))));
+    if (granted > 0) this.#reserved.set(backend, (this.#reserved.get(backend) ?? 0) + granted);
+    return granted;
+  }
+
+  /** `AcceptHandoff`: starts the attempts of entries claimed at accept (released at once when shutdown began or the backend went away meanwhile). */
+  handOver(backend: string, entries: OutboxEntry[], reserved: number, claimedMs: number): void {
+    this.#unreserve(backend, reserved);
+    const delivery = this.#options.deliveries.get(backend);
+    for (const entry of entries) {
+      this.#options.metrics.countClaim(backend, 'claimed');
+      if (this.#closing || !delivery) void this.#release(entry);
+      else this.#start(backend, delivery, this.#laneOf(backend), entry, claimedMs + this.leaseMs);
+    }
+    // Slots that went unused (held ids, a failed commit) may be what an entry waiting in the outbox needs.
+    if (reserved > entries.length && this.#mayHoldDue) this.wake();
   }
 
   /** Ends the claim of an entry not attempted after all (shutdown): due again now, for the next process. */
@@ -217,15 +280,17 @@ export class Dispatcher {
 
   #start(backend: string, delivery: CommandDelivery, lane: Set<number>, entry: OutboxEntry, leaseEndMs: number): void {
     lane.add(entry.seq);
-    const release = (): void => {
+    const release = (completed: boolean): void => {
       lane.delete(entry.seq);
       if (lane.size === 0 && !this.#options.deliveries.has(backend)) this.#lanes.delete(backend);
-      this.wake();
+      // An entry left in the outbox (a retry, a release) is due again: look. A completion frees a
+      // slot, worth a look only when the outbox may hold due entries not in memory.
+      if (!completed || this.#mayHoldDue) this.wake();
     };
     const attempt = this.#attempt(delivery, entry, leaseEndMs).then(release, (err: unknown) => {
       // The store or the log failed: keep the slot taken for a while rather than spin on the entry.
       this.#options.logger.error({ err, command: entry.id, backend }, 'command attempt failed unexpectedly');
-      setTimeout(release, MAX_IDLE_MS).unref();
+      setTimeout(() => release(false), MAX_IDLE_MS).unref();
     });
     this.#attempts.add(attempt);
     void attempt.finally(() => this.#attempts.delete(attempt));
@@ -241,8 +306,11 @@ export class Dispatcher {
     this.#timer.unref();
   }
 
-  /** One attempt and its consequences (result events, completion, or a rescheduled retry) while its claim lasts (`leaseEndMs`). */
-  async #attempt(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<void> {
+  /**
+   * One attempt and its consequences (result events, completion, or a rescheduled retry) while its
+   * claim lasts (`leaseEndMs`); true when the entry left the outbox (completed).
+   */
+  async #attempt(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<boolean> {
     const started = performance.now();
     let outcome: DeliveryOutcome;
     try {
@@ -250,7 +318,8 @@ export class Dispatcher {
     } catch (err) {
       if (this.#abort.signal.aborted) {
         this.#observe(entry, 'aborted', started);
-        return this.#release(entry);
+        await this.#release(entry);
+        return false;
       }
       outcome = { kind: 'retry', reason: reasonOf(err), ...retryAfterOf(err) };
     }
@@ -259,9 +328,11 @@ export class Dispatcher {
     if (outcome.kind === 'delivered' && outcome.backendId !== undefined) await this.#remember(entry, leaseEndMs, outcome.backendId);
     if (outcome.kind === 'rejected') this.#fail(entry, outcome.reason);
     await this.#persist(entry, leaseEndMs, () => this.#finish(entry, outcome.events));
+    return true;
   }
 
-  async #retry(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number, reason: FailureReason, retryAfterMs?: number): Promise<void> {
+  /** A failed attempt: rescheduled (false), or failed for good with its failure event (true: completed). */
+  async #retry(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number, reason: FailureReason, retryAfterMs?: number): Promise<boolean> {
     const attempts = entry.attempts + 1;
     // The backend was removed while this attempt was in flight: no later attempt would run.
     const gone = !this.#options.deliveries.has(entry.backend);
@@ -269,12 +340,14 @@ export class Dispatcher {
     if (delay === undefined) {
       this.#fail(entry, reason);
       const events = [await delivery.failureEvent(entry, reason)];
-      return this.#persist(entry, leaseEndMs, () => this.#finish(entry, events));
+      await this.#persist(entry, leaseEndMs, () => this.#finish(entry, events));
+      return true;
     }
     this.#options.metrics.countRetry(entry.backend);
     this.#options.logger.info({ command: entry.id, backend: entry.backend, attempts, delayMs: delay, reason: reason.message }, 'command delivery will be retried');
     const nextAttemptMs = Date.now() + delay;
     await this.#persist(entry, leaseEndMs, () => this.#options.outbox.reschedule(entry.seq, attempts, nextAttemptMs, `${reason.code}: ${reason.message}`));
+    return false;
   }
 
   /**

@@ -13,7 +13,7 @@ import type { CommandAnswer, CommandStore, IdempotencyRecord } from './CommandSt
 import { matchDataschema } from './dataschema.ts';
 import { checkCommandEnvelope, type CommandEnvelope } from './envelope.ts';
 import { commandFingerprint } from './fingerprint.ts';
-import { GroupCommitter } from './group-commit.ts';
+import { GroupCommitter, type AcceptHandoff } from './group-commit.ts';
 import type { PrincipalRateLimit } from './rate-limit.ts';
 
 /** One submission as the HTTP edge hands it over. */
@@ -57,8 +57,10 @@ export interface IngestionOptions {
   /** Absent or disabled: no rate limit step. */
   rateLimiter?: PrincipalRateLimit;
   metrics: CommandMetrics;
-  /** Told after a command entered the outbox (wakes the dispatcher). */
+  /** Told after a command entered the outbox unclaimed (wakes the dispatcher). */
   onEnqueued(backend: string): void;
+  /** The local dispatcher, which takes new commands claimed in their accept's commit (`group-commit.ts`); absent: every command is enqueued unclaimed. */
+  handoff?: AcceptHandoff;
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
@@ -146,10 +148,11 @@ async function requestStep(draft: Draft): Promise<void> {
 /**
  * Idempotency and the outbox in one store transaction: a new id is stored with its outbox entry; a
  * live id replays its first answer when principal and fingerprint match, and is a 409 otherwise.
- * Accepts arriving during a commit share the next one (group commit, `group-commit.ts`).
+ * Accepts arriving during a commit share the next one (group commit, `group-commit.ts`), which
+ * also claims each new command for the local dispatcher while it has room.
  */
 function enqueueStep(options: IngestionOptions): Step {
-  const committer = new GroupCommitter(options.store);
+  const committer = new GroupCommitter(options.store, options.handoff);
   return async (draft) => {
     const envelope = draft.envelope!;
     const { principal, traceparent } = draft.submission;
@@ -164,13 +167,14 @@ function enqueueStep(options: IngestionOptions): Step {
       id: envelope.id, backend: draft.entry!.backend, command: envelope, principal,
       acceptedMs: draft.nowMs, attempts: 0, nextAttemptMs: draft.nowMs, ...(traceparent !== undefined && { traceparent }),
     };
-    const holder = await committer.accept(record, entry, draft.nowMs);
-    if (holder) {
-      draft.answer = replay(holder, record);
+    const committed = await committer.accept(record, entry, draft.nowMs);
+    if ('holder' in committed) {
+      draft.answer = replay(committed.holder, record);
       return;
     }
     draft.answer = { ...record.answer, replayed: false };
-    options.onEnqueued(entry.backend);
+    // A claimed command is already in the dispatcher's hands.
+    if (!committed.claimed) options.onEnqueued(entry.backend);
   };
 }
 

@@ -8,6 +8,7 @@
  * and the window, not by a count).
  */
 import {
+  type AcceptAnswer,
   type AcceptItem,
   type ClaimedOutboxEntry,
   MAX_ALIASES_PER_COMMAND,
@@ -49,10 +50,20 @@ export class MemoryCommandStore implements CommandStore {
     return undefined;
   }
 
-  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
-    const answers: Array<IdempotencyRecord | undefined> = [];
-    for (const { record, entry } of items) answers.push(await this.accept(record, entry, nowMs));
-    return answers;
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]> {
+    this.#assertOpen();
+    return items.map(({ record, entry, leaseMs }) => {
+      const live = this.#live(record.id, nowMs);
+      if (live) return { holder: copy(live) };
+      this.#records.set(record.id, copy(record));
+      const stored = this.#insert(entry);
+      if (leaseMs !== undefined) {
+        // Claimed in the same step, as claimDue would: due again only when the lease runs out.
+        stored.nextAttemptMs = nowMs + leaseMs;
+        this.#claimed.add(stored.seq);
+      }
+      return { seq: stored.seq };
+    });
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {

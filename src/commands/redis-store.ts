@@ -39,6 +39,7 @@ import { RedisClock } from '../storage/redis-clock.ts';
 import { publishNotice, RedisNotices } from '../storage/redis-notices.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
+  type AcceptAnswer,
   type AcceptItem,
   type AliasNotices,
   type ClaimedOutboxEntry,
@@ -72,7 +73,11 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 `;
 
-/** The enqueue of an entry; KEYS[3..9] and ARGV[5..8]; leaves the new seq in `seq`. */
+/**
+ * The enqueue of an entry; KEYS[3..10] and ARGV[5..9]; leaves the new seq in `seq`. With ARGV[9]
+ * = '1' the entry is claimed as it is enqueued (ARGV[7] is then its lease's end): in the claimed
+ * set, as a claim by DUE would leave it.
+ */
 const ENQUEUE = `
 local seq = redis.call('INCR', KEYS[3])
 local member = string.format('%016d', seq)
@@ -82,6 +87,7 @@ redis.call('HSET', KEYS[6], member, ARGV[8])
 redis.call('ZADD', KEYS[7], ARGV[7], member)
 redis.call('ZADD', KEYS[8] .. ARGV[8], ARGV[7], member)
 redis.call('HINCRBY', KEYS[9], ARGV[8], 1)
+if ARGV[9] == '1' then redis.call('SADD', KEYS[10], member) end
 `;
 
 const ACCEPT = new RedisScript(`${CLAIM.replace("return redis.call('HGET', KEYS[1], ARGV[1])", "return {0, redis.call('HGET', KEYS[1], ARGV[1])}")}
@@ -229,17 +235,21 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
     return reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined;
   }
 
-  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]> {
     // The scripts go out together on the one connection (pipelined) and run in order, each atomic,
-    // so a later item sees what an earlier one stored; one WAIT covers the batch.
+    // so a later item sees what an earlier one stored; one WAIT covers the batch. A claimed item's
+    // entry is enqueued claimed, due at its lease's end, in the same script.
     const k = this.#keys;
     const replies = (await Promise.all(
-      items.map(({ record, entry }) =>
-        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry)]),
+      items.map(({ record, entry, leaseMs }) =>
+        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [
+          record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry, leaseMs === undefined ? undefined : nowMs + leaseMs),
+        ]),
       ),
-    )) as Array<[number, string]>;
+    )) as Array<[number, string | number]>;
+    // Repeats wait too (see `accept`).
     await this.#waitForReplicas();
-    return replies.map((reply) => (reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined));
+    return replies.map((reply) => (reply[0] === 0 ? { holder: JSON.parse(reply[1] as string) as IdempotencyRecord } : { seq: Number(reply[1]) }));
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
@@ -340,15 +350,16 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
   }
 
   /** ARGV[5..8] of ENQUEUE: fixed JSON, state JSON, due time (in Redis's clock), backend. */
-  #enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
+  /** ARGV[5..9] of ENQUEUE: fixed JSON, state JSON, due time (Redis's clock), backend, claimed ('1' with `leaseEndMs`: claimed until then). */
+  #enqueueArgs(entry: NewOutboxEntry, leaseEndMs?: number): Array<string | number> {
     const { attempts, nextAttemptMs, lastError, ...fixed } = entry;
     const state: StateFields = { attempts, ...(lastError !== undefined && { lastError }) };
-    return [JSON.stringify(fixed), JSON.stringify(state), this.#clock.toRedis(nextAttemptMs), entry.backend];
+    return [JSON.stringify(fixed), JSON.stringify(state), this.#clock.toRedis(leaseEndMs ?? nextAttemptMs), entry.backend, leaseEndMs === undefined ? '0' : '1'];
   }
 
   #enqueueKeys(): string[] {
     const k = this.#keys;
-    return [k.seq, k.outbox, k.state, k.backendOf, k.due, k.dueOf, k.backends];
+    return [k.seq, k.outbox, k.state, k.backendOf, k.due, k.dueOf, k.backends, k.claimed];
   }
 
   async #run(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {

@@ -79,8 +79,8 @@ export function prepareStatements(db: DatabaseSync) {
     storeRecord: statement('INSERT OR REPLACE INTO command_ids (id, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?)'),
     purgeExpired: statement('DELETE FROM command_ids WHERE expires_ms <= ?'),
     insertEntry: statement(
-      `INSERT INTO outbox (id, backend, command, principal, traceparent, accepted_ms, attempts, next_attempt_ms, last_error)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO outbox (id, backend, command, principal, traceparent, accepted_ms, attempts, next_attempt_ms, last_error, claimed)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     due: statement('SELECT * FROM outbox WHERE backend = ? AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?'),
     reschedule: statement('UPDATE outbox SET attempts = ?, next_attempt_ms = ?, last_error = ?, claimed = 0 WHERE seq = ?'),
@@ -98,8 +98,8 @@ export function prepareStatements(db: DatabaseSync) {
 
 /** A record as the values of `storeRecord` (id, principal, fingerprint, answer as JSON, expiry). */
 export type RecordValues = [string, string, string, string, number];
-/** An outbox entry as the values of `insertEntry` (the envelope as JSON). */
-export type EntryValues = [string, string, string, string, string | null, number, number, number, string | null];
+/** An outbox entry as the values of `insertEntry` (the envelope as JSON; `claimed` 1 for an entry claimed as it is enqueued). */
+export type EntryValues = [string, string, string, string, string | null, number, number, number, string | null, 0 | 1];
 
 /**
  * Every write of the store, run by the writer thread inside its transaction (no transaction of
@@ -110,14 +110,12 @@ export type EntryValues = [string, string, string, string, string | null, number
 export const WRITES = {
   /** Stores the record and the entry unless a live record holds the id; returns that record. */
   accept(sql: Statements, record: RecordValues, entry: EntryValues, nowMs: number): IdempotencyRecord | undefined {
-    const live = liveRecord(sql, record[0], nowMs);
-    if (live) return live;
-    sql.storeRecord.run(...record);
-    sql.insertEntry.run(...entry);
-    return undefined;
+    const answer = acceptOne(sql, record, entry, nowMs);
+    return typeof answer === 'number' ? undefined : answer;
   },
-  acceptBatch(sql: Statements, items: Array<[RecordValues, EntryValues]>, nowMs: number): Array<IdempotencyRecord | undefined> {
-    return items.map(([record, entry]) => WRITES.accept(sql, record, entry, nowMs));
+  /** Per item, the live record holding its id, or the seq of its new entry (a number: the answer crosses back small). */
+  acceptBatch(sql: Statements, items: Array<[RecordValues, EntryValues]>, nowMs: number): Array<IdempotencyRecord | number> {
+    return items.map(([record, entry]) => acceptOne(sql, record, entry, nowMs));
   },
   claim(sql: Statements, record: RecordValues, nowMs: number): IdempotencyRecord | undefined {
     const live = liveRecord(sql, record[0], nowMs);
@@ -167,6 +165,14 @@ export const RELAXED_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['claim
  */
 export const SINGLE_STATEMENT_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['complete', 'reschedule', 'purgeExpired', 'enqueue']);
 
+/** Stores the record and the entry unless a live record holds the id: that record, or the entry's seq. */
+function acceptOne(sql: Statements, record: RecordValues, entry: EntryValues, nowMs: number): IdempotencyRecord | number {
+  const live = liveRecord(sql, record[0], nowMs);
+  if (live) return live;
+  sql.storeRecord.run(...record);
+  return Number(sql.insertEntry.run(...entry).lastInsertRowid);
+}
+
 /** The live record of `id` at `nowMs`, or undefined. */
 export function liveRecord(sql: Statements, id: string, nowMs: number): IdempotencyRecord | undefined {
   const row = sql.findRecord.get(id, nowMs) as unknown as RecordRow | undefined;
@@ -189,11 +195,11 @@ export function recordValues(record: IdempotencyRecord): RecordValues {
   return [record.id, record.principal, record.fingerprint, JSON.stringify(record.answer), record.expiresMs];
 }
 
-/** An entry as `EntryValues`. */
-export function entryValues(entry: NewOutboxEntry): EntryValues {
+/** An entry as `EntryValues`; with `leaseEndMs`, claimed as it is enqueued (due again when the lease ends). */
+export function entryValues(entry: NewOutboxEntry, leaseEndMs?: number): EntryValues {
   return [
     entry.id, entry.backend, JSON.stringify(entry.command), entry.principal, entry.traceparent ?? null,
-    entry.acceptedMs, entry.attempts, entry.nextAttemptMs, entry.lastError ?? null,
+    entry.acceptedMs, entry.attempts, leaseEndMs ?? entry.nextAttemptMs, entry.lastError ?? null, leaseEndMs === undefined ? 0 : 1,
   ];
 }
 

@@ -10,10 +10,10 @@
  * (claim, reschedule, complete) commits with `NORMAL` (`RELAXED_WRITES`): losing it re-delivers, it
  * never loses a command. The fsync happens on the writer thread, never on the event loop.
  */
-import type { AcceptItem, ClaimedOutboxEntry, CommandStore, IdempotencyRecord, NewOutboxEntry, OutboxEntry } from './CommandStore.ts';
+import type { AcceptAnswer, AcceptItem, ClaimedOutboxEntry, CommandStore, IdempotencyRecord, NewOutboxEntry, OutboxEntry } from './CommandStore.ts';
 import { SqliteHandle } from '../storage/sqlite.ts';
 import {
-  addClaimedColumn, claimedEntriesOf, entriesOf, entryValues, liveRecord, prepareStatements, recordValues, SCHEMA, type Statements,
+  addClaimedColumn, claimedEntriesOf, entriesOf, entryValues, liveRecord, prepareStatements, recordValues, SCHEMA, type EntryValues, type RecordValues, type Statements,
 } from './sqlite-command-sql.ts';
 import { SqliteWriter, type WriterHealth } from './sqlite-writer.ts';
 
@@ -60,9 +60,12 @@ export class SqliteCommandStore implements CommandStore {
     return this.writer.run('accept', recordValues(record), entryValues(entry), nowMs);
   }
 
-  acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+  async acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]> {
     // One write, so inside one transaction: one synchronous=FULL commit (one fsync) for the batch.
-    return this.writer.run('acceptBatch', items.map(({ record, entry }) => [recordValues(record), entryValues(entry)]), nowMs);
+    // A claimed entry is written claimed (due at its lease's end): no second write for the claim.
+    const rows = items.map(({ record, entry, leaseMs }): [RecordValues, EntryValues] => [recordValues(record), entryValues(entry, leaseMs === undefined ? undefined : nowMs + leaseMs)]);
+    const answers = await this.writer.run('acceptBatch', rows, nowMs);
+    return answers.map((answer) => (typeof answer === 'number' ? { seq: answer } : { holder: answer }));
   }
 
   claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {

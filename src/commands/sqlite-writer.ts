@@ -217,10 +217,31 @@ export class SqliteWriter {
       if ('error' in answer) pending.reject(this.#errorOf(answer.error));
       else pending.resolve(answer.value);
     });
-    if (this.#queue.length > 0) return this.#send();
-    this.#worker?.unref();
+    this.#sendAtEndOfTurn();
+  }
+
+  /** Nothing in flight or queued: the thread no longer keeps the process alive, and a `close()` waiting for this goes on. */
+  #idle(): void {
+    // A closing writer keeps its reference until the thread has exited (`#close`).
+    if (!this.#closing) this.#worker?.unref();
     this.#onIdle?.();
     this.#onIdle = undefined;
+  }
+
+  /**
+   * The next batch leaves at the end of this turn of the event loop, not at once: the answers just
+   * given let their callers ask for their next writes in the same turn (the group commit's next
+   * accepts, the dispatcher's completions), and they all go in one message and one transaction,
+   * instead of the writes queued so far going alone and the rest waiting for them.
+   */
+  #sendAtEndOfTurn(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#send();
+      if (!this.#inFlight) this.#idle();
+    });
   }
 
   /** No write runs after this: what waits is rejected with `reason`. */

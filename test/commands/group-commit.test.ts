@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { describe, expect, it } from 'vitest';
-import type { AcceptItem, IdempotencyRecord } from '../../src/commands/CommandStore.ts';
-import { GroupCommitter, MAX_BATCH_COUNT } from '../../src/commands/group-commit.ts';
+import type { AcceptAnswer, AcceptItem, OutboxEntry } from '../../src/commands/CommandStore.ts';
+import { GroupCommitter, MAX_BATCH_COUNT, type AcceptHandoff } from '../../src/commands/group-commit.ts';
 import { MemoryCommandStore } from '../../src/commands/memory-store.ts';
 import { closeAll, eventually, freePort, startTestGateway, tempDir } from '../support/gateway.ts';
 import { spawnGateway } from '../support/process.ts';
@@ -26,12 +26,32 @@ function recordingStore() {
       gate = new Promise((resolve) => (release = resolve));
       return () => release();
     },
-    async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
+    async acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]> {
       batches.push(items.length);
       await gate;
       return inner.acceptBatch(items, nowMs);
     },
   };
+}
+
+/** A handoff with a number of free slots per backend, recording what it was asked and handed. */
+function recordingHandoff(slots: Record<string, number>) {
+  const asked: Array<[string, number]> = [];
+  const handed: Array<{ backend: string; seqs: number[]; reserved: number; claimedMs: number }> = [];
+  return {
+    leaseMs: 30_000,
+    asked,
+    handed,
+    reserve(backend: string, wanted: number): number {
+      asked.push([backend, wanted]);
+      const granted = Math.min(wanted, slots[backend] ?? 0);
+      slots[backend] = (slots[backend] ?? 0) - granted;
+      return granted;
+    },
+    handOver(backend: string, entries: OutboxEntry[], reserved: number, claimedMs: number): void {
+      handed.push({ backend, seqs: entries.map((entry) => entry.seq), reserved, claimedMs });
+    },
+  } satisfies AcceptHandoff & Record<string, unknown>;
 }
 
 describe('group commit', () => {
@@ -48,10 +68,41 @@ describe('group commit', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(settled).toBe(false);
     release();
-    expect(await first).toBeUndefined();
+    expect(await first).toEqual({ seq: 1, claimed: false });
     // The second b is answered with the first b's record: exact inside one batch.
-    expect(await Promise.all(later)).toEqual([undefined, undefined, record('b')]);
+    expect(await Promise.all(later)).toEqual([{ seq: 2, claimed: false }, { seq: 3, claimed: false }, { holder: record('b') }]);
     expect(store.batches).toEqual([1, 3]);
+  });
+
+  it('claims new entries for the local dispatcher in the commit, as many as it reserved slots for, and hands them over once durable', async () => {
+    const store = new MemoryCommandStore();
+    await store.open();
+    const handoff = recordingHandoff({ orders: 2 });
+    const committer = new GroupCommitter(store, handoff);
+    // The clock of the entries (outboxEntry's), so that what is due is what is not claimed.
+    const now = Date.parse('2030-01-01T00:00:00Z');
+    const answers = await Promise.all([
+      committer.accept(record('a'), outboxEntry('a'), now),
+      committer.accept(record('b', { principal: 'other' }), outboxEntry('b', 'payments'), now),
+      committer.accept(record('a', { principal: 'other' }), outboxEntry('a'), now),
+      committer.accept(record('c'), outboxEntry('c'), now),
+      committer.accept(record('d'), outboxEntry('d'), now),
+    ]);
+    // Two slots for orders: a and c (the repeat of a is answered by a's record and takes none); d waits in the outbox.
+    expect(answers).toEqual([{ seq: 1, claimed: true }, { seq: 2, claimed: false }, { holder: record('a') }, { seq: 3, claimed: true }, { seq: 4, claimed: false }]);
+    expect(handoff.asked).toEqual([['orders', 4], ['payments', 1]]);
+    expect(handoff.handed).toEqual([{ backend: 'orders', seqs: [1, 3], reserved: 2, claimedMs: now }]);
+    expect((await store.due('orders', now, 10)).map((e) => e.id)).toEqual(['d']);
+    expect((await store.due('payments', now, 10)).map((e) => e.id)).toEqual(['b']);
+    // Claimed with the handoff's lease: back, reclaimed, when it runs out.
+    expect((await store.claimDue('orders', now + handoff.leaseMs, 10, 1000)).map((e) => [e.id, e.reclaimed])).toEqual([['d', false], ['a', true], ['c', true]]);
+  });
+
+  it('gives every reserved slot back when the commit fails, and claims nothing', async () => {
+    const handoff = recordingHandoff({ orders: 5 });
+    const committer = new GroupCommitter({ acceptBatch: async () => Promise.reject(new Error('disk full')) }, handoff);
+    await expect(committer.accept(record('a'), outboxEntry('a'), Date.now())).rejects.toThrow('disk full');
+    expect(handoff.handed).toEqual([{ backend: 'orders', seqs: [], reserved: 1, claimedMs: expect.any(Number) }]);
   });
 
   it('bounds a batch by count', async () => {

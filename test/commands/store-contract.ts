@@ -224,9 +224,38 @@ export function commandStoreContract(name: string, make: () => CommandStore | Pr
         ],
         NOW,
       );
-      expect(answers).toEqual([undefined, record('held'), undefined, record('a')]);
-      expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['held', 'a', 'b']);
+      expect(answers.map((answer) => ('holder' in answer ? answer.holder : 'new'))).toEqual(['new', record('held'), 'new', record('a')]);
+      const due = await store().due('orders', NOW, 10);
+      expect(due.map((e) => e.id)).toEqual(['held', 'a', 'b']);
+      // Each new entry's answer is its seq.
+      expect([answers[0], answers[2]]).toEqual(due.slice(1).map((e) => ({ seq: e.seq })));
       expect(await store().acceptBatch([], NOW)).toEqual([]);
+    });
+
+    it('claims the new entries of items with a lease in the same commit: hidden until completed, rescheduled or the lease ends, then reclaimed', async () => {
+      await store().accept(record('held'), outboxEntry('held'), NOW);
+      const answers = await store().acceptBatch(
+        [
+          { record: record('a'), entry: outboxEntry('a'), leaseMs: 1000 },
+          { record: record('b'), entry: outboxEntry('b') },
+          { record: record('held', { principal: 'other' }), entry: outboxEntry('held'), leaseMs: 1000 },
+          { record: record('c'), entry: outboxEntry('c'), leaseMs: 1000 },
+          { record: record('d'), entry: outboxEntry('d'), leaseMs: 1000 },
+        ],
+        NOW,
+      );
+      expect('holder' in answers[2]).toBe(true);
+      const [a, , , c, d] = answers.map((answer) => ('seq' in answer ? answer.seq : -1));
+      // Only the unclaimed entries are due; the claimed ones count in the outbox.
+      expect((await store().due('orders', NOW, 10)).map((e) => e.id)).toEqual(['held', 'b']);
+      expect((await store().claimDue('orders', NOW + 999, 10, 1000)).map((e) => e.id)).toEqual(['held', 'b']);
+      expect(await store().depth('orders')).toBe(5);
+      // The claimer completes a and reschedules c; d's claimer dies: d comes back, reclaimed, when its lease runs out.
+      await store().complete(a);
+      await store().reschedule(c, 1, NOW + 500, 'BACKEND_UNAVAILABLE: down');
+      expect(await store().claimDue('orders', NOW + 500, 10, 60_000)).toEqual([{ ...outboxEntry('c'), seq: c, attempts: 1, nextAttemptMs: NOW + 500, lastError: 'BACKEND_UNAVAILABLE: down', reclaimed: false }]);
+      const [back] = await store().claimDue('orders', NOW + 1000, 10, 60_000);
+      expect(back).toEqual({ ...outboxEntry('d'), seq: d, nextAttemptMs: NOW + 1000, reclaimed: true });
     });
 
     it('writes nothing when the id is held, and returns the holder', async () => {

@@ -11,6 +11,11 @@
  * which the queue skips. When the queue holds `maxQueued` unfinished deliveries the fan-out parks
  * (policy when full): it stops reading, keeps its checkpoint, and looks again after `PARK_MS`;
  * nothing is dropped while the log retains the events.
+ *
+ * Nothing idle costs (issue 29): while no subscription is active the fan-out reads no event; it
+ * moves its position to the log's head (read before the subscriptions, so a subscription created
+ * meanwhile, whose `afterPosition` is a later head, misses nothing) and saves the checkpoint at most
+ * once per `IDLE_SAVE_MS`, so retention is not held back and an append costs no write of its own.
  */
 import type { Logger } from 'pino';
 import { v5 as uuidv5 } from 'uuid';
@@ -31,6 +36,9 @@ export const FANOUT_PAGE = 256;
 
 /** How long a parked fan-out waits before looking at the queue again, ms. */
 export const PARK_MS = 1000;
+
+/** While no subscription is active, the checkpoint is saved at most this often, ms. */
+export const IDLE_SAVE_MS = 1000;
 
 /** Settings and collaborators of the fan-out. */
 export interface FanOutOptions {
@@ -76,6 +84,8 @@ export class WebhookFanOut {
   #again = false;
   #closed = false;
   #parkTimer: NodeJS.Timeout | undefined;
+  /** A save of the checkpoint due after an idle pass (no subscription), if one is pending. */
+  #idleSave: NodeJS.Timeout | undefined;
 
   constructor(options: FanOutOptions) {
     this.#o = options;
@@ -100,6 +110,8 @@ export class WebhookFanOut {
     }
     this.#running = this.#run().finally(() => {
       this.#running = undefined;
+      // A wake between the run's last look and this point would otherwise be lost.
+      if (this.#again) this.wake();
     });
   }
 
@@ -115,6 +127,11 @@ export class WebhookFanOut {
     this.#unsubscribe = undefined;
     clearTimeout(this.#parkTimer);
     await this.#running;
+    if (this.#idleSave) {
+      clearTimeout(this.#idleSave);
+      this.#idleSave = undefined;
+      await this.#save().catch((err: unknown) => this.#o.logger.warn({ err }, 'webhook fan-out could not save its position at close'));
+    }
   }
 
   async #run(): Promise<void> {
@@ -132,13 +149,17 @@ export class WebhookFanOut {
   /** Fans out page after page until the log is read or the queue is full. */
   async #drain(): Promise<void> {
     while (!this.#closed) {
+      const head = await this.#o.log.head();
+      if (head <= this.#position) return;
+      const subscriptions = await this.#o.subscriptions.listActive();
+      if (subscriptions.length === 0) return this.#passIdle(head);
       const page = await this.#o.log.query({}, this.#position, FANOUT_PAGE);
       if (page.events.length === 0) return;
       if (await this.#queueFull()) {
         this.#park();
         return;
       }
-      const deliveries = this.#deliveriesOf(page.events, await this.#o.subscriptions.listActive());
+      const deliveries = this.#deliveriesOf(page.events, subscriptions);
       if (deliveries.length > 0) {
         await this.#o.queue.enqueue(deliveries, this.#now());
         this.#o.onEnqueued();
@@ -169,6 +190,17 @@ export class WebhookFanOut {
     const full = queued >= this.#o.maxQueued;
     if (full) this.#o.logger.warn({ queued }, 'webhook queue full: fan-out parked');
     return full;
+  }
+
+  /** No subscription: up to `head` without reading the events; the checkpoint follows within `IDLE_SAVE_MS`. */
+  #passIdle(head: number): void {
+    this.#position = head;
+    if (this.#idleSave || this.#closed) return;
+    this.#idleSave = setTimeout(() => {
+      this.#idleSave = undefined;
+      this.#save().catch((err: unknown) => this.#o.logger.warn({ err }, 'webhook fan-out could not save its position'));
+    }, IDLE_SAVE_MS);
+    this.#idleSave.unref();
   }
 
   #park(): void {
