@@ -20,6 +20,8 @@ import { createHttpServer } from './http/server.ts';
 import { EventCatalogue } from './catalogue/event-catalogue.ts';
 import { eventRoutes, filterOf, readEventPage } from './http/routes/events.ts';
 import { mcpBridge } from './bridges/mcp/mcp-bridge.ts';
+import { A2A_ENDPOINT_PATH } from './bridges/a2a/agent-card.ts';
+import { createOriginGuard, guarded } from './http/origin-guard.ts';
 import { mcpMetrics } from './metrics/mcp.ts';
 import { IngestorSet, type Ingestor } from './ingest/ingestors.ts';
 import { RedisIngestionLeases } from './ingest/redis-leases.ts';
@@ -274,6 +276,7 @@ async function assemble(input: AssembleInput) {
     metrics: registryMetrics(registry),
     logger,
   });
+  const originGuard = createOriginGuard({ publicUrl, corsOrigins: config.server.cors.origins, allowedHosts: config.mcp.allowedHosts });
   const routes: Route[] = [
     ...opsRoutes({
       registry,
@@ -299,8 +302,9 @@ async function assemble(input: AssembleInput) {
       storage: config.storage.driver,
       startedMs: Date.now(),
     }),
-    ...(mcp?.routes ?? []),
-    ...(a2a?.routes ?? []),
+    // Both endpoints can be driven by a page in a visitor's browser: Origin and Host are checked first.
+    ...guarded(mcp?.routes ?? [], originGuard),
+    ...(a2a?.routes ?? []).map((route) => (route.path === `/${A2A_ENDPOINT_PATH}` ? guarded([route], originGuard)[0] : route)),
     ...(config.console.enabled ? consoleRoutes({ path: config.console.path, auth: config.auth }) : []),
     // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({

@@ -183,7 +183,12 @@ function a2a(raw: RawMap): GatewayConfig['a2a'] {
 }
 
 function mcp(raw: RawMap): GatewayConfig['mcp'] {
-  return { enabled: flag(raw.enabled, true), maxSessions: num(raw.maxSessions, 1000), idleTimeoutMs: ms(raw.idleTimeout, '30m') };
+  return {
+    enabled: flag(raw.enabled, true),
+    maxSessions: num(raw.maxSessions, 1000),
+    idleTimeoutMs: ms(raw.idleTimeout, '30m'),
+    allowedHosts: strings(raw.allowedHosts),
+  };
 }
 
 function backendConfig(raw: RawMap, index: number, ctx: Context): BackendConfig {
