@@ -20,6 +20,8 @@ import { createHttpServer } from './http/server.ts';
 import { EventCatalogue } from './catalogue/event-catalogue.ts';
 import { eventRoutes, filterOf, readEventPage } from './http/routes/events.ts';
 import { mcpBridge } from './bridges/mcp/mcp-bridge.ts';
+import { MAX_FOLLOWS } from './bridges/mcp/follow-store.ts';
+import { openFollowStore } from './bridges/mcp/open-follow-store.ts';
 import { A2A_ENDPOINT_PATH } from './bridges/a2a/agent-card.ts';
 import { createOriginGuard, guarded } from './http/origin-guard.ts';
 import { mcpMetrics } from './metrics/mcp.ts';
@@ -233,25 +235,7 @@ async function assemble(input: AssembleInput) {
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
   const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
-  const mcp = config.mcp.enabled ? mcpBridge({
-    config: config.mcp,
-    surface: {
-      commands,
-      queries,
-      events: {
-        catalogue,
-        page: (query) => readEventPage({ log, events: config.events, correlationAliases: commands.store }, query),
-        filter: (query) => filterOf(query, undefined),
-      },
-      manifest,
-      tail,
-    },
-    aliases: commands.aliases,
-    serverVersion: GATEWAY_VERSION,
-    metrics: mcpMetrics(registry),
-    logger,
-  }) : undefined;
-  if (mcp) life.add(mcp.sessions);
+  const mcp = config.mcp.enabled ? await mcpFront({ config, commands, queries, catalogue, manifest, tail, log, registry, logger, life }) : undefined;
   const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks }) : undefined;
   grpc = config.grpc && life.add(new GrpcBridge({
     config: config.grpc,
@@ -316,6 +300,38 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks, routes, grpc };
+}
+
+/** The MCP bridge with its follow store, both joined to `life` (the store closes after the streams). */
+async function mcpFront(input: {
+  config: GatewayConfig; commands: CommandPath; queries: ReturnType<typeof createQueryPath>; catalogue: EventCatalogue; manifest: PublicManifest;
+  tail: LiveTail; log: EventLog; registry: Registry; logger: Logger; life: Lifecycle;
+}) {
+  const { config, commands, log, life } = input;
+  const store = await openFollowStore(config.storage, { maxSessions: config.mcp.maxSessions, idleTimeoutMs: config.mcp.idleTimeoutMs, maxFollows: MAX_FOLLOWS });
+  life.add({ close: () => store.close() });
+  const bridge = mcpBridge({
+    config: config.mcp,
+    surface: {
+      commands,
+      queries: input.queries,
+      events: {
+        catalogue: input.catalogue,
+        page: (query) => readEventPage({ log, events: config.events, correlationAliases: commands.store }, query),
+        filter: (query) => filterOf(query, undefined),
+      },
+      manifest: input.manifest,
+      tail: input.tail,
+    },
+    aliases: commands.aliases,
+    store,
+    head: () => log.head(),
+    serverVersion: GATEWAY_VERSION,
+    metrics: mcpMetrics(input.registry),
+    logger: input.logger,
+  });
+  life.add(bridge.component);
+  return bridge;
 }
 
 /** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */

@@ -1,0 +1,85 @@
+/**
+ * The MCP server instance (SDK v2 low-level `Server`), built per request by the serving entry for
+ * both eras from one factory: the tool list, the tool runner over the gateway's pipelines, and
+ * progress notifications for `send_command_and_wait`. The caller (principal and follow-list owner)
+ * arrives as the request's pass-through `authInfo`, set by the bridge after the gateway's own
+ * authentication; nothing about a client is kept in the instance.
+ */
+import { Server, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
+import type { Principal } from '../../http/route.ts';
+import type { CloudEvent } from '../../log/EventLog.ts';
+import type { AliasSource } from '../live-tail/aliases.ts';
+import type { LiveTail } from '../live-tail/live-tail.ts';
+import { CommandFollow } from './command-follow.ts';
+import type { FollowOwner, FollowStore } from './follow-store.ts';
+import { TOOL_DEFINITIONS } from './mcp-tool-set.ts';
+import type { ToolRunner, ToolSession } from './mcp-tools.ts';
+
+/** The method of the push notification (params `{ correlationId, event }`). */
+export const EVENT_NOTIFICATION = 'notifications/proto/event';
+/** The `_meta` key carrying the event in a `notifications/progress` of `send_command_and_wait`. */
+export const PROGRESS_EVENT_META_KEY = 'io.proto-gateway/event';
+
+const INSTRUCTIONS =
+  'proto-gateway: discover commands with get_command_catalogue and get_command_schema, send them with send_command ' +
+  '(their result events are pushed as notifications/proto/event: on the 2025 session stream, or on a subscriptions/listen ' +
+  'stream for proto-gateway://events/mine) or send_command_and_wait (each event also as notifications/progress); ' +
+  'read with get_query_catalogue, execute_query and get_events.';
+
+/** Who a request is served for, as the bridge hands it over. */
+export interface McpCaller {
+  principal: Principal;
+  /** Whose follow list `send_command` adds to: the 2025 session, or the principal. */
+  owner: FollowOwner;
+}
+
+/** What the factory closes over (built once, at boot). */
+export interface McpServerOptions {
+  serverVersion: string;
+  runTool: ToolRunner;
+  store: FollowStore;
+  tail: LiveTail;
+  aliases: AliasSource;
+  /** The log's head position (where a new follow starts). */
+  head(): Promise<number>;
+}
+
+/** The pass-through `authInfo` that carries `caller` into the factory. */
+export function callerAuthInfo(caller: McpCaller): AuthInfo {
+  return { token: '', clientId: caller.principal.id, scopes: [...caller.principal.scopes], extra: { caller } };
+}
+
+/** The factory both eras are served from. */
+export function createServerFactory(options: McpServerOptions): McpServerFactory {
+  return ({ authInfo }) => {
+    const caller = authInfo?.extra?.caller as McpCaller | undefined;
+    const server = new Server({ name: 'proto-gateway', version: options.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    // The definitions are plain JSON (the SDK's JSON value type is narrower than `object`).
+    server.setRequestHandler('tools/list', () => ({ tools: TOOL_DEFINITIONS as never }));
+    server.setRequestHandler('tools/call', async (request, ctx) => {
+      // The bridge sets the caller on every request it lets through; none here is a wiring bug.
+      if (!caller) throw new Error('MCP request without a caller');
+      const token = ctx.mcpReq._meta?.progressToken;
+      let progress = 0;
+      const onEvent = async (event: CloudEvent) => {
+        if (token === undefined) return;
+        progress += 1;
+        await ctx.mcpReq.notify({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress, message: event.type, _meta: { [PROGRESS_EVENT_META_KEY]: event } },
+        });
+      };
+      return options.runTool(request.params.name, request.params.arguments, toolSession(options, caller, onEvent));
+    });
+    return server;
+  };
+}
+
+function toolSession(options: McpServerOptions, caller: McpCaller, onEvent: (event: CloudEvent) => Promise<void>): ToolSession {
+  return {
+    principal: caller.principal,
+    follow: async (commandId) => options.store.follow(caller.owner, commandId, await options.head()),
+    unfollow: (commandId) => options.store.unfollow(caller.owner, commandId),
+    watch: (commandId) => CommandFollow.open(options.tail, options.aliases, commandId, onEvent),
+  };
+}
