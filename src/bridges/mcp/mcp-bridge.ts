@@ -26,14 +26,11 @@ import type { Follow, FollowOwner, FollowStore } from './follow-store.ts';
 import { FollowPump } from './follow-pump.ts';
 import { callerAuthInfo, createServerFactory, type McpCaller } from './mcp-server.ts';
 import { createToolRunner, type ToolSurface } from './mcp-tools.ts';
+import { correlationOf, MY_EVENTS_URI } from './mcp-resources.ts';
 import { PushStream } from './push-stream.ts';
 
 /** The path of the MCP endpoint, under the public URL. */
 export const MCP_PATH = '/mcp';
-/** The resource a listen stream names to receive the events of the caller's own commands. */
-export const MY_EVENTS_URI = 'proto-gateway://events/mine';
-/** The resource of one correlation id's events (`proto-gateway://events?correlationId={id}`). */
-export const CORRELATION_URI_PREFIX = 'proto-gateway://events?correlationId=';
 /** `_meta` key of a listen request naming the last event it saw of a named correlation id. */
 export const LAST_EVENT_META_KEY = 'io.proto-gateway/lastEventId';
 
@@ -64,6 +61,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
   const factory = createServerFactory({
     serverVersion: options.serverVersion,
     runTool: createToolRunner({ ...options.surface, metrics }),
+    surface: options.surface,
     store,
     tail: options.surface.tail,
     aliases: options.aliases,
@@ -206,12 +204,6 @@ interface ListenRequest {
 function isListenRequest(body: unknown): body is ListenRequest {
   const message = body as { method?: unknown; id?: unknown } | null;
   return typeof message === 'object' && message !== null && message.method === 'subscriptions/listen' && (typeof message.id === 'string' || typeof message.id === 'number');
-}
-
-function correlationOf(uri: string): string | undefined {
-  if (!uri.startsWith(CORRELATION_URI_PREFIX)) return undefined;
-  const id = decodeURIComponent(uri.slice(CORRELATION_URI_PREFIX.length));
-  return id === '' ? undefined : id;
 }
 
 /** The last event the client saw: SSE's `Last-Event-ID`, or the listen request's `_meta`. */

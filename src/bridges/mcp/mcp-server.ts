@@ -13,7 +13,8 @@ import type { LiveTail } from '../live-tail/live-tail.ts';
 import { CommandFollow } from './command-follow.ts';
 import type { FollowOwner, FollowStore } from './follow-store.ts';
 import { TOOL_DEFINITIONS } from './mcp-tool-set.ts';
-import type { ToolRunner, ToolSession } from './mcp-tools.ts';
+import { correlationOf, listResources, readResource, RESOURCE_TEMPLATES } from './mcp-resources.ts';
+import type { ToolRunner, ToolSession, ToolSurface } from './mcp-tools.ts';
 
 /** The method of the push notification (params `{ correlationId, event }`). */
 export const EVENT_NOTIFICATION = 'notifications/proto/event';
@@ -42,6 +43,8 @@ export interface McpServerOptions {
   aliases: AliasSource;
   /** The log's head position (where a new follow starts). */
   head(): Promise<number>;
+  /** What the resources are read from. */
+  surface: Omit<ToolSurface, 'metrics'>;
 }
 
 /** The pass-through `authInfo` that carries `caller` into the factory. */
@@ -53,7 +56,11 @@ export function callerAuthInfo(caller: McpCaller): AuthInfo {
 export function createServerFactory(options: McpServerOptions): McpServerFactory {
   return ({ authInfo }) => {
     const caller = authInfo?.extra?.caller as McpCaller | undefined;
-    const server = new Server({ name: 'proto-gateway', version: options.serverVersion }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    const server = new Server(
+      { name: 'proto-gateway', version: options.serverVersion },
+      { capabilities: { tools: {}, resources: { subscribe: true }, logging: {} }, instructions: INSTRUCTIONS },
+    );
+    resourceHandlers(server, options, caller);
     // The definitions are plain JSON (the SDK's JSON value type is narrower than `object`).
     server.setRequestHandler('tools/list', () => ({ tools: TOOL_DEFINITIONS as never }));
     server.setRequestHandler('tools/call', async (request, ctx) => {
@@ -69,10 +76,31 @@ export function createServerFactory(options: McpServerOptions): McpServerFactory
           params: { progressToken: token, progress, message: event.type, _meta: { [PROGRESS_EVENT_META_KEY]: event } },
         });
       };
-      return options.runTool(request.params.name, request.params.arguments, toolSession(options, caller, onEvent));
+      const result = await options.runTool(request.params.name, request.params.arguments, toolSession(options, caller, onEvent));
+      // The gateway's word on the caller's own call, for clients following `logging`.
+      await ctx.mcpReq.log(result.isError ? 'warning' : 'info', { tool: request.params.name, outcome: result.isError ? 'error' : 'ok', ...(result.isError && { message: result.content[0]?.text }) }).catch(() => {});
+      return result;
     });
     return server;
   };
+}
+
+/** `resources/*`: list, templates, read, and subscribe (2025 era) to a correlation id's events. */
+function resourceHandlers(server: Server, options: McpServerOptions, caller: McpCaller | undefined): void {
+  server.setRequestHandler('resources/list', () => ({ resources: listResources(options.surface) }));
+  server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
+  server.setRequestHandler('resources/read', (request) => readResource(options.surface, request.params.uri));
+  server.setRequestHandler('resources/subscribe', async (request) => {
+    const correlationId = correlationOf(request.params.uri);
+    // The caller's own commands are followed already; another URI changes only when the catalogues do.
+    if (caller && correlationId !== undefined) await options.store.follow(caller.owner, correlationId, await options.head());
+    return {};
+  });
+  server.setRequestHandler('resources/unsubscribe', async (request) => {
+    const correlationId = correlationOf(request.params.uri);
+    if (caller && correlationId !== undefined) await options.store.unfollow(caller.owner, correlationId);
+    return {};
+  });
 }
 
 function toolSession(options: McpServerOptions, caller: McpCaller, onEvent: (event: CloudEvent) => Promise<void>): ToolSession {

@@ -8,6 +8,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { CloudEvent } from '../../log/EventLog.ts';
+import { correlationUri } from './mcp-resources.ts';
 import { EVENT_NOTIFICATION } from './mcp-server.ts';
 
 /** Interval of the keep-alive comment, in ms. */
@@ -48,10 +49,15 @@ export class PushStream {
     return this.#open;
   }
 
-  /** Pushes one event of a followed command as `notifications/proto/event`. */
-  event(correlationId: string, event: CloudEvent): Promise<boolean> {
-    const params = { correlationId, event, ...(this.#meta && { _meta: this.#meta }) };
-    return this.message({ jsonrpc: '2.0', method: EVENT_NOTIFICATION, params }, event.id);
+  /**
+   * Pushes one event of a followed command as `notifications/proto/event`, then as
+   * `notifications/resources/updated` of the command's correlation resource (with the event), for
+   * clients that only follow resource subscriptions.
+   */
+  async event(correlationId: string, event: CloudEvent): Promise<boolean> {
+    const meta = this.#meta && { _meta: this.#meta };
+    if (!(await this.message({ jsonrpc: '2.0', method: EVENT_NOTIFICATION, params: { correlationId, event, ...meta } }, event.id))) return false;
+    return this.message({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: correlationUri(correlationId), event, ...meta } });
   }
 
   /** Ends the stream (idempotent). */

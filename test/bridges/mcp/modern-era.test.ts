@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { MY_EVENTS_URI } from '../../../src/bridges/mcp/mcp-bridge.ts';
+import { MY_EVENTS_URI } from '../../../src/bridges/mcp/mcp-resources.ts';
 import { closeAll, eventually } from '../../support/gateway.ts';
 import { connectModern, mcpGateway, toolJson } from './support.ts';
 
@@ -43,5 +43,6 @@ describe('MCP front, 2026-07-28 era (SDK v2 client, stateless)', () => {
     const result = toolJson(await waiting);
     expect(result.events.map((e: any) => e.type)).toEqual(['PaymentAuthorizedV1', 'PaymentCompletedV1']);
     expect(progress.map((p) => p.message)).toEqual(['PaymentAuthorizedV1', 'PaymentCompletedV1']);
+    expect(progress.map((p) => p.progress)).toEqual([1, 2]);
   });
 });

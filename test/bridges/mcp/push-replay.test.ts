@@ -4,7 +4,7 @@
  */
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MY_EVENTS_URI } from '../../../src/bridges/mcp/mcp-bridge.ts';
+import { MY_EVENTS_URI } from '../../../src/bridges/mcp/mcp-resources.ts';
 import { closeAll, eventually, getJson } from '../../support/gateway.ts';
 import { sseRecords } from '../../support/sse.ts';
 import { connectModern, KEY, mcpGateway, toolJson } from './support.ts';
@@ -67,7 +67,8 @@ describe('MCP push: replay after a dropped stream', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'send_command', arguments: { schema: 'authorize-payment', version: '1.0', data: payment } } }),
     });
     const text = await call.body.text();
-    const { id } = JSON.parse(JSON.parse(/data: (.*)/.exec(text)?.[1] ?? text).result.content[0].text);
+    const answer = [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1])).find((message) => message.id === 2);
+    const { id } = JSON.parse(answer.result.content[0].text);
     await eventually(async () => (await getJson(`${gw.url}events?correlationId=${id}`, { headers: { 'X-API-Key': KEY } })).body.events.length > 0, 20_000);
     const stream = await request(`${gw.url}mcp`, { headers: { accept: 'text/event-stream', 'X-API-Key': KEY, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' } });
     expect(stream.statusCode).toBe(200);

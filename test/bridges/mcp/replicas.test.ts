@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextp
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPaymentsService } from '../../../examples/payments-service.ts';
-import { MY_EVENTS_URI } from '../../../src/bridges/mcp/mcp-bridge.ts';
+import { MY_EVENTS_URI } from '../../../src/bridges/mcp/mcp-resources.ts';
 import { FAST_DISPATCH, protoBackend } from '../../commands/support.ts';
 import { closeAll, eventually, freePort, tempDir, track } from '../../support/gateway.ts';
 import { spawnGateway } from '../../support/process.ts';
