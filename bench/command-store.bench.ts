@@ -27,8 +27,8 @@ import { startGateway, type Gateway } from '../src/app.ts';
 import type { CommandStore, NewOutboxEntry } from '../src/commands/CommandStore.ts';
 import { RedisCommandStore } from '../src/commands/redis-store.ts';
 import { SqliteCommandStore } from '../src/commands/sqlite-store.ts';
-import { parseConfig } from '../src/config/load.ts';
-import { deletePrefix } from './support/redis.ts';
+import { parseConfig } from '../src/gateway-config.ts';
+import { benchRedisUrl, deletePrefix } from './support/redis.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const ACCEPTS = sized(20_000, 3_000);
@@ -104,7 +104,7 @@ async function measure(open: () => Promise<CommandStore[]>, close: (stores: Comm
   }
 }
 
-const SHARED = 'redis://127.0.0.1:6379/0';
+const SHARED = await benchRedisUrl();
 const dir = mkdtempSync(join(tmpdir(), 'pgw-bench-store-'));
 const report = new BenchReport('command-store');
 const closeAll = async (stores: CommandStore[]) => { for (const s of stores) await s.close(); };

@@ -20,7 +20,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { Agent, request } from 'undici';
 import { startGateway, type Gateway } from '../src/app.ts';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from '../src/gateway-config.ts';
 import { bareProxy } from './support/bare-proxy.ts';
 import { BenchReport, sized } from './support/report.ts';
 

@@ -14,13 +14,13 @@ import { join } from 'node:path';
 import type { DeliveryQueue, NewDelivery } from '../src/bridges/webhooks/DeliveryQueue.ts';
 import { RedisDeliveryQueue } from '../src/bridges/webhooks/redis-delivery-queue.ts';
 import { SqliteDeliveryQueue } from '../src/bridges/webhooks/sqlite-delivery-queue.ts';
-import { deletePrefix } from './support/redis.ts';
+import { benchRedisUrl, deletePrefix } from './support/redis.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const BACKLOG = sized(100_000, 20_000);
 const SUBSCRIPTIONS = 16;
 const ROUNDS = sized(200, 50);
-const REDIS_URL = 'redis://127.0.0.1:6379/0';
+const REDIS_URL = await benchRedisUrl();
 const T = 1_000_000;
 
 function delivery(id: string, subscriptionId: string): NewDelivery {

@@ -21,18 +21,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { startPaymentsService } from '../examples/payments-service.ts';
 import { startGateway, type Gateway } from '../src/app.ts';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from '../src/gateway-config.ts';
 import type { EventLog, NewEvent } from '../src/log/EventLog.ts';
 import { RedisEventLog } from '../src/log/redis.ts';
 import { SqliteEventLog } from '../src/log/sqlite.ts';
-import { deletePrefix } from './support/redis.ts';
+import { benchRedisUrl, deletePrefix } from './support/redis.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const PAGES = sized(3_000, 400);
 const INGESTED = sized(40_000, 6_000);
 const PAGE = 10;
 const IN_FLIGHT = 8;
-const SHARED = 'redis://127.0.0.1:6379/0';
+const SHARED = await benchRedisUrl();
 
 function page(n: number): NewEvent[] {
   return Array.from({ length: PAGE }, (_, i) => ({

@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startPaymentsService } from '../examples/payments-service.ts';
 import { startGateway } from '../src/app.ts';
-import { parseConfig } from '../src/config/load.ts';
+import { parseConfig } from '../src/gateway-config.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? sized(400, 60));

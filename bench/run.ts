@@ -11,11 +11,16 @@
  * writes bench/results/summary.json (machine, duration and exit code of each, their results) and
  * prints every `ratio` line again at the end. It exits 1 when a benchmark crashed, overran its time
  * limit or wrote no result.
+ *
+ * The benchmarks share one Redis: the one at `$PGW_TEST_REDIS_URL` (default 127.0.0.1:6379) when it
+ * answers, otherwise a `redis-server` this runner starts on a free loopback port and stops at the end.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TEST_REDIS_URL_ENV } from '../test/support/redis-server.ts';
+import { benchRedis } from './support/redis.ts';
 import { machine, resultsDir } from './support/report.ts';
 
 /** Where the benchmarks are: this directory (`$BENCH_DIR` overrides it, for the runner's own test). */
@@ -73,6 +78,17 @@ async function main(argv: string[]): Promise<number> {
     console.error(`bench: no benchmark matches ${only.join(', ')}`);
     return 2;
   }
+  // One Redis for the whole run (found, or started here when nothing answers), named to each benchmark.
+  const redis = await benchRedis();
+  process.env[TEST_REDIS_URL_ENV] = redis.url;
+  try {
+    return await runAll(files, quick);
+  } finally {
+    await redis.stop();
+  }
+}
+
+async function runAll(files: string[], quick: boolean): Promise<number> {
   const dir = resultsDir();
   mkdirSync(dir, { recursive: true });
   const startedAt = new Date().toISOString();

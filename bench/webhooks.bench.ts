@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { Agent, request } from 'undici';
-import type { Resolver } from '../src/bridges/webhooks/ssrf-guard.ts';
+import type { Resolver } from '../src/egress/ssrf-guard.ts';
 import { WebhookBridge } from '../src/bridges/webhooks/webhook-bridge.ts';
 import type { CloudEvent } from '../src/log/EventLog.ts';
 import { SqliteEventLog } from '../src/log/sqlite.ts';

@@ -15,7 +15,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { startGateway } from '../src/app.ts';
-import { loadConfig } from '../src/config/load.ts';
+import { loadConfig } from '../src/gateway-config.ts';
 import type { GatewayConfig } from '../src/config/types.ts';
 import { startOrdersService } from './orders-service.ts';
 import { startPaymentsService } from './payments-service.ts';

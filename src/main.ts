@@ -15,7 +15,7 @@ import pino from 'pino';
 import { startGateway } from './app.ts';
 import { BackendDirectory } from './backends/directory.ts';
 import { diffConfig, isEmptyDiff } from './config/config-diff.ts';
-import { ConfigError, formatProblems, loadConfig } from './config/load.ts';
+import { ConfigError, formatProblems, loadConfig } from './gateway-config.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
 import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';

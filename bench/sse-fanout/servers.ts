@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { startGateway } from '../../src/app.ts';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 import type { CloudEvent } from '../../src/log/EventLog.ts';
 
 /** A server under test: where it listens, how to publish one event, how many streams are open. */

@@ -7,7 +7,7 @@
  * removed, paused and resumed, and `add()`/`remove()` resolve once every listener has settled, so
  * a caller of `add()` sees the new backend's catalogues loaded and its ingestors running.
  */
-import type { BackendConnections } from './pinned-connections.ts';
+import type { BackendConnections } from '../egress/pinned-connections.ts';
 import type { Logger } from 'pino';
 import type { BackendConfig, ProtoBackendConfig } from '../config/types.ts';
 import { LegacyBackend } from './legacy-backend.ts';

@@ -3,7 +3,7 @@
  * `refresh`, keeps the last good copy, and knows its current `{endpoint}` (DESIGN.md, Conventions:
  * Backend URLs). A backend that is down does not stop the gateway; it is retried at every refresh.
  */
-import type { BackendConnections } from './pinned-connections.ts';
+import type { BackendConnections } from '../egress/pinned-connections.ts';
 import type { Logger } from 'pino';
 import type { ProtoBackendConfig } from '../config/types.ts';
 import { createUrlRewriter, joinUrl, withSlash, type UrlRewriter } from '../manifest/rewrite.ts';

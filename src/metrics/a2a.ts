@@ -5,10 +5,13 @@
  * delivered, failed, dropped). Registered once per registry at boot and passed into the bridge.
  */
 import { Counter, type Registry } from 'prom-client';
-import type { A2aExecutorMetrics } from '../bridges/a2a/command-executor.ts';
 
-/** The A2A bridge's metrics. */
-export interface A2aMetrics extends A2aExecutorMetrics {
+/** The A2A bridge's metrics (plain values; its executor reports `finished` and `artifact`). */
+export interface A2aMetrics {
+  /** A task reached its final state: `proto_gateway_a2a_tasks_total{state}`. */
+  finished(state: 'completed' | 'failed' | 'rejected' | 'canceled'): void;
+  /** An event was sent as a task artifact: `proto_gateway_a2a_artifacts_total`. */
+  artifact(): void;
   /** A push notification was delivered, failed (retries exhausted) or dropped (queue full). */
   push(outcome: 'delivered' | 'failed' | 'dropped'): void;
 }

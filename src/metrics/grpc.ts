@@ -3,10 +3,13 @@
  * standard health and reflection services are not counted), `code` a gRPC status name.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { TailMetrics } from '../bridges/live-tail/tail-subscriber.ts';
 
-/** The gRPC metrics, as the bridge reports into them. */
-export interface GrpcMetrics extends TailMetrics {
+/** The gRPC metrics, as the bridge reports into them (plain values; the bridge's streams report `sent` and `replay`). */
+export interface GrpcMetrics {
+  /** A Subscribe resume point was found (`replayed`) or not (`reset`): `proto_gateway_grpc_replays_total{outcome}`. */
+  replay(outcome: 'replayed' | 'reset'): void;
+  /** `count` events written to Subscribe streams: `proto_gateway_grpc_messages_sent_total`. */
+  sent(count: number): void;
   /** A Subscribe stream opened (+1) or ended (-1): `proto_gateway_grpc_streams`. */
   streams(delta: 1 | -1): void;
   /** An RPC ended with `code`: `proto_gateway_grpc_rpcs_total{method,code}`. */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 import { closeAll, eventually, freePort, gatewayYaml, getJson, startTestGateway, tempDir } from '../support/gateway.ts';
 import { startPaymentsService } from '../../examples/payments-service.ts';
 import { track } from '../support/gateway.ts';

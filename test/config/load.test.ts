@@ -11,7 +11,7 @@ import {
   parseDuration,
   parseSize,
   type ConfigProblem,
-} from '../../src/config/load.ts';
+} from '../../src/gateway-config.ts';
 import type { LegacyBackendConfig, ProtoBackendConfig } from '../../src/config/types.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

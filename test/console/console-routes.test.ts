@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config/load.ts';
+import { ConfigError, parseConfig } from '../../src/gateway-config.ts';
 import { CONSOLE_SECURITY_HEADERS } from '../../src/console/console-routes.ts';
 import { closeAll, gatewayYaml, getJson, startTestGateway } from '../support/gateway.ts';
 

@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { startOrdersService } from '../../examples/orders-service.ts';
 import { startPaymentsService } from '../../examples/payments-service.ts';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 import type { GatewayConfig } from '../../src/config/types.ts';
 import { envelope } from '../commands/support.ts';
 import { startReceiver, tableResolver } from '../bridges/webhooks/support.ts';

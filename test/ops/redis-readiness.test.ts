@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 import { RedisReadiness } from '../../src/storage/redis-readiness.ts';
 import { tempDir } from '../support/gateway.ts';
 import { PrivateRedis } from '../support/redis.ts';

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { startGateway } from '../../src/app.ts';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 import { freePort, tempDir } from '../support/gateway.ts';
 
 /** Whether something accepts connections on 127.0.0.1:port. */

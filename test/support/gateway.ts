@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { startGateway, type Gateway, type GatewayOptions } from '../../src/app.ts';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 
 const open: Array<{ close(): Promise<void> }> = [];
 

@@ -1,5 +1,6 @@
 /**
- * Redis for tests: the shared server on 127.0.0.1:6379 with a random key prefix per store (so
+ * Redis for tests: the run's shared server (`$PGW_TEST_REDIS_URL`, default 127.0.0.1:6379, or one
+ * the global setup started when nothing answered there) with a random key prefix per store (so
  * parallel runs never collide, and the keys are deleted afterwards), and private servers started
  * on a free loopback port with the settings a test needs (`--appendonly yes --appendfsync always`,
  * a password, TLS, or one to stop and start again). Never touches the shared server's settings.
@@ -7,14 +8,16 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { freePort } from './redis-server.ts';
 
-/** The shared test Redis. */
-export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379/0';
+export { freePort };
+
+/** The shared test Redis of this run (test/global-setup.ts): the one place tests read its URL from. */
+export const SHARED_REDIS_URL: string = inject('redisUrl');
 
 /** A fresh key prefix: nothing else uses it. */
 export function randomPrefix(): string {
@@ -38,15 +41,6 @@ export async function deletePrefix(url: string, prefix: string): Promise<void> {
   } finally {
     client.disconnect();
   }
-}
-
-/** A free loopback TCP port (bound, read and released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** A redis-server of a test's own, on loopback, with extra arguments; stop and start it at will. */

@@ -17,7 +17,7 @@ import type { LiveTail } from '../live-tail/live-tail.ts';
 import { A2A_ENDPOINT_PATH, agentCardJson, buildAgentCard } from './agent-card.ts';
 import { CommandExecutor, type ExecutableCommand } from './command-executor.ts';
 import { GuardedPushSender } from './push-sender.ts';
-import type { DeliveryResponse } from '../webhooks/delivery-client.ts';
+import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import type { A2aMetrics } from '../../metrics/a2a.ts';
 import { GatewayUser } from './gateway-user.ts';
 

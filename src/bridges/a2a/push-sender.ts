@@ -10,8 +10,8 @@
 import type { StreamResponse, Task, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer, type PushNotificationSender, type PushNotificationStore, type ServerCallContext } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
-import type { DeliveryResponse } from '../webhooks/delivery-client.ts';
-import { judgeAttempt } from '../webhooks/retry-policy.ts';
+import type { DeliveryResponse } from '../../egress/delivery-client.ts';
+import { judgeAttempt } from '../../egress/retry-policy.ts';
 
 /** Notifications waiting for delivery at most; beyond it new ones are dropped. */
 export const MAX_PENDING = 1000;

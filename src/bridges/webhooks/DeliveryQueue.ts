@@ -20,6 +20,10 @@
  * `redis-delivery-queue.ts`; all pass the contract suite in
  * `test/bridges/webhooks/delivery-queue-contract.ts`.
  */
+import type { AttemptOutcome } from '../../egress/retry-policy.ts';
+
+/** How an attempt ended (`egress/retry-policy.ts`, shared with A2A push): the state to move an `in-flight` delivery to. */
+export type { AttemptOutcome };
 
 /** Attempts in flight per subscription at most, across every claimer of a store. */
 export const PER_SUBSCRIPTION = 4;
@@ -77,17 +81,6 @@ export interface ClaimRef {
 /** The end of one claimed attempt, as `finish` records it. */
 export interface FinishedAttempt extends ClaimRef {
   outcome: AttemptOutcome;
-}
-
-/** How an attempt ended: the state to move an `in-flight` delivery to. */
-export interface AttemptOutcome {
-  status: 'succeeded' | 'pending' | 'dead';
-  /** For `pending`: when the next attempt is due, epoch ms. */
-  nextAttemptMs?: number;
-  lastError?: string;
-  lastStatus?: number;
-  /** The attempt was not made after all (its subscription was disabled meanwhile): it does not count. */
-  uncount?: boolean;
 }
 
 /** What `settle` did: per attempt, whether its outcome was recorded (as `finish` answers), then what it claimed. */

@@ -19,9 +19,9 @@
 import type { Logger } from 'pino';
 import type { WebhookMetrics } from '../../metrics/webhooks.ts';
 import type { AttemptOutcome, ClaimedDelivery, DeliveryQueue } from './DeliveryQueue.ts';
-import type { DeliveryResponse } from './delivery-client.ts';
+import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import { OutcomeWriter } from './outcome-writer.ts';
-import { judgeAttempt, type AttemptVerdict } from './retry-policy.ts';
+import { judgeAttempt, type AttemptVerdict } from '../../egress/retry-policy.ts';
 import { WebhookSigner } from './signer.ts';
 import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
 import { retryWhileLeased } from '../../storage/retry-while-leased.ts';

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { ProtoError } from '../../errors.ts';
 import type { EventLog } from '../../log/EventLog.ts';
 import type { Delivery, DeliveryQueue, DeliveryStatus } from './DeliveryQueue.ts';
-import type { SsrfGuard } from './ssrf-guard.ts';
+import type { SsrfGuard } from '../../egress/ssrf-guard.ts';
 import type { SubscriptionRequest } from './subscription-request.ts';
 import { describeSubscription, type Subscription, type SubscriptionDescriptor, type SubscriptionStore } from './SubscriptionStore.ts';
 

@@ -15,7 +15,7 @@ import type { StorageConfig, WebhooksConfig } from '../../config/types.ts';
 import type { EventLog } from '../../log/EventLog.ts';
 import type { WebhookMetrics } from '../../metrics/webhooks.ts';
 import type { DeliveryQueue } from './DeliveryQueue.ts';
-import { DeliveryClient } from './delivery-client.ts';
+import { DeliveryClient } from '../../egress/delivery-client.ts';
 import { DeliveryDispatcher, LEASE_MARGIN_MS, type DeliveryPoster } from './delivery-dispatcher.ts';
 import { WebhookFanOut } from './fan-out.ts';
 import { MemoryDeliveryQueue } from './memory-delivery-queue.ts';
@@ -25,7 +25,7 @@ import { SqliteDeliveryQueue } from './sqlite-delivery-queue.ts';
 import { RedisDeliveryQueue } from './redis-delivery-queue.ts';
 import { RedisSubscriptionStore } from './redis-subscription-store.ts';
 import { SqliteSubscriptionStore } from './sqlite-subscription-store.ts';
-import { SsrfGuard, type Resolver } from './ssrf-guard.ts';
+import { SsrfGuard, type Resolver } from '../../egress/ssrf-guard.ts';
 import { Subscriptions } from './subscriptions.ts';
 import type { SubscriptionStore } from './SubscriptionStore.ts';
 

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { judgeAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelayMs } from '../../../src/bridges/webhooks/retry-policy.ts';
+import { judgeAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, retryDelayMs } from '../../../src/egress/retry-policy.ts';
 import { signingKey, webhookHeaders } from '../../../src/bridges/webhooks/signer.ts';
 
 const SECRET = `whsec_${Buffer.from('a signing key of 24 bytes').toString('base64')}`;

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { createServer as createNetServer } from 'node:net';
-import type { Resolver, ResolvedAddress } from '../../../src/bridges/webhooks/ssrf-guard.ts';
+import type { Resolver, ResolvedAddress } from '../../../src/egress/ssrf-guard.ts';
 import { cloudEvent } from '../../log/fixtures/cloud-event.ts';
 import { eventually, freePort, tempDir, track } from '../../support/gateway.ts';
 import { spawnGateway, type GatewayProcess } from '../../support/process.ts';

@@ -1,11 +1,10 @@
 /**
- * What happens after a delivery attempt: success, a retry later (`webhooks.retry.schedule` with
+ * What happens after an outbound delivery attempt (a webhook delivery, an A2A push notification): success, a retry later (`webhooks.retry.schedule` with
  * jitter, or the receiver's `Retry-After` on 429/503), a dead letter after the last retry, or
  * `410 Gone`, which disables the subscription. A redirect is a failed attempt: it is never followed
  * (PROTOCOL.md 6.3 rule 3: the target would have to be validated again).
  */
-import { parseRetryAfter as parseRetryAfterMs } from '../../retry-after.ts';
-import type { AttemptOutcome } from './DeliveryQueue.ts';
+import { parseRetryAfter as parseRetryAfterMs } from '../retry-after.ts';
 
 /** Jitter of a scheduled retry: ±10 % of its delay, so receivers that failed together do not retry together. */
 export const JITTER = 0.1;
@@ -21,6 +20,17 @@ export interface AttemptResult {
   error?: string;
   /** The answer's `Retry-After`, in ms from now. */
   retryAfterMs?: number;
+}
+
+/** How an attempt ended: the state to move an `in-flight` delivery to. */
+export interface AttemptOutcome {
+  status: 'succeeded' | 'pending' | 'dead';
+  /** For `pending`: when the next attempt is due, epoch ms. */
+  nextAttemptMs?: number;
+  lastError?: string;
+  lastStatus?: number;
+  /** The attempt was not made after all (its subscription was disabled meanwhile): it does not count. */
+  uncount?: boolean;
 }
 
 /** How an attempt is counted in metrics. */

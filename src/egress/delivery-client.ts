@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { Agent, request } from 'undici';
-import { isProtoError } from '../../errors.ts';
+import { isProtoError } from '../errors.ts';
 import type { AttemptResult } from './retry-policy.ts';
 import { parseRetryAfter } from './retry-policy.ts';
 import type { RefusalReason, SsrfGuard } from './ssrf-guard.ts';

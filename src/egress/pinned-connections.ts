@@ -7,7 +7,7 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent, type Dispatcher } from 'undici';
-import type { SsrfGuard } from '../bridges/webhooks/ssrf-guard.ts';
+import type { SsrfGuard } from './ssrf-guard.ts';
 
 /** One pool per client library: undici (manifest, catalogues, commands, queries, events) and node:http (pass-through). */
 export interface BackendConnections {

@@ -19,7 +19,7 @@ import type { LookupAddress } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { ProtoError, type ErrorCode } from '../../errors.ts';
+import { ProtoError, type ErrorCode } from '../errors.ts';
 
 /** Why a URL was refused: the `details.reason` of `WEBHOOK_URL_REJECTED` (DESIGN.md, Conventions). */
 export type RefusalReason = 'scheme' | 'userinfo' | 'host' | 'unresolvable' | 'address';

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { SsrfGuard, type RefusalReason } from '../../../src/bridges/webhooks/ssrf-guard.ts';
-import { isProtoError } from '../../../src/errors.ts';
-import { closeAll, gatewayYaml, startTestGateway } from '../../support/gateway.ts';
-import { metricValue, startTrap, subscribe, tableResolver } from './support.ts';
+import { SsrfGuard, type RefusalReason } from '../../src/egress/ssrf-guard.ts';
+import { isProtoError } from '../../src/errors.ts';
+import { closeAll, gatewayYaml, startTestGateway } from '../support/gateway.ts';
+import { metricValue, startTrap, subscribe, tableResolver } from '../bridges/webhooks/support.ts';
 
 afterEach(closeAll);
 

@@ -7,11 +7,11 @@
  * GETs. The secret is never in an answer.
  */
 import { ProtoError } from '../../errors.ts';
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../../bridges/webhooks/DeliveryQueue.ts';
-import { parseSubscriptionRequest } from '../../bridges/webhooks/subscription-request.ts';
-import type { Subscriptions } from '../../bridges/webhooks/subscriptions.ts';
-import { positiveInteger, text } from '../params.ts';
-import type { Route } from '../route.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from './DeliveryQueue.ts';
+import { parseSubscriptionRequest } from './subscription-request.ts';
+import type { Subscriptions } from './subscriptions.ts';
+import { positiveInteger, text } from '../../http/params.ts';
+import type { Route } from '../../http/route.ts';
 
 /** Page size of `GET /subscriptions/{id}/deliveries`: default and ceiling. */
 export const DELIVERY_PAGE = { default: 100, max: 1000 };

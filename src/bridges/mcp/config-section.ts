@@ -1,0 +1,47 @@
+/** The `mcp:` section: the MCP server (on by default), its session bound and idle timeout, the Host values it accepts besides the public URL's. */
+import { flag, ms, num } from '../../config/defaults.ts';
+import { asList, asMap } from '../../config/raw.ts';
+import type { ConfigSection } from '../../config/section.ts';
+
+/** `mcp:` (enabled, 1000 sessions, idle 30m, no extra allowed hosts). */
+export const mcpSection: ConfigSection<'mcp'> = {
+  key: 'mcp',
+  schema: {
+    "type": "object",
+    "description": "The MCP server surface.",
+    "additionalProperties": false,
+    "properties": {
+      "enabled": {
+        "type": "boolean",
+        "description": "Serve MCP. Default true.",
+        "default": true
+      },
+      "maxSessions": {
+        "type": "integer",
+        "description": "Open MCP sessions at most. Default 1000.",
+        "minimum": 1,
+        "default": 1000
+      },
+      "idleTimeout": {
+        "$ref": "#/definitions/duration",
+        "description": "An idle session is closed after this long. Default 30m.",
+        "default": "30m"
+      },
+      "allowedHosts": {
+        "type": "array",
+        "description": "Host header values accepted on /mcp and the A2A endpoint besides server.publicUrl's host: 'name' (any port) or 'name:port'. Default none.",
+        "items": { "type": "string", "pattern": "^[A-Za-z0-9.\\[\\]:-]+$" },
+        "default": []
+      }
+    }
+  },
+  defaults(value) {
+    const raw = asMap(value);
+    return {
+      enabled: flag(raw.enabled, true),
+      maxSessions: num(raw.maxSessions, 1000),
+      idleTimeoutMs: ms(raw.idleTimeout, '30m'),
+      allowedHosts: asList(raw.allowedHosts).map(String),
+    };
+  },
+};
