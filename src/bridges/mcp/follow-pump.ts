@@ -2,8 +2,9 @@
  * Feeds one push stream (a 2025 session's GET stream, or a 2026-07-28 `subscriptions/listen`
  * stream) with the events of the commands its owner follows, on whichever replica holds it. The
  * follow list lives in the `FollowStore`, so a command sent through another replica is picked up
- * here: the list is re-read every `FOLLOW_POLL_MS` (the bound on how late a new follow is seen;
- * nothing is missed meanwhile, since each follow replays from the log). Each follow is a live tail
+ * here: the list is re-read every `FOLLOW_POLL_MS` (the bound on how late a follow added on another
+ * replica is seen; nothing is missed meanwhile, since each follow replays from the log), and at
+ * once when it was added on this one (`wake`). Each follow is a live tail
  * subscription on the command id and its correlation aliases, replaying after the last event
  * delivered for it (or after the position it was followed at), and is dropped from the list after
  * its terminal event was delivered.
@@ -38,11 +39,18 @@ export interface FollowPumpOptions {
 export class FollowPump {
   readonly #options: FollowPumpOptions;
   readonly #active = new Map<string, TailStream>();
+  /** Follows whose subscription is being opened (two refreshes never open one twice). */
+  readonly #opening = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
   constructor(options: FollowPumpOptions) {
     this.#options = options;
+  }
+
+  /** Re-reads the follow list now (a follow was just added on this replica: no need to wait for the poll). */
+  wake(): void {
+    void this.#refresh().catch((err: unknown) => this.#options.logger.debug({ err }, 'mcp follow list not read'));
   }
 
   /** Opens the follows listed now and starts watching the list. */
@@ -64,7 +72,10 @@ export class FollowPump {
     const { owner, pinned = [] } = this.#options;
     const follows = [...pinned, ...(owner !== undefined ? await this.#options.store.follows(owner) : [])];
     for (const follow of follows) {
-      if (!this.#active.has(follow.correlationId) && !this.#closed) await this.#open(follow);
+      if (!this.#active.has(follow.correlationId) && !this.#opening.has(follow.correlationId) && !this.#closed) {
+        this.#opening.add(follow.correlationId);
+        await this.#open(follow).finally(() => this.#opening.delete(follow.correlationId));
+      }
     }
   }
 

@@ -58,7 +58,11 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
   const { metrics, store } = options;
   const logger = options.logger.child({ component: 'mcp' });
   const onerror = (err: Error) => logger.debug({ err }, 'mcp request failed');
+  const streams = new Set<{ pump: FollowPump; stream: PushStream; owner?: FollowOwner }>();
   const factory = createServerFactory({
+    onFollowed: (owner) => {
+      for (const entry of streams) if (entry.owner === owner) entry.pump.wake();
+    },
     serverVersion: options.serverVersion,
     runTool: createToolRunner({ ...options.surface, metrics }),
     surface: options.surface,
@@ -71,7 +75,6 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
   const serveModern = toNodeHandler(modern, { onerror });
   const serveLegacy = toNodeHandler({ fetch: legacyStatelessFallback(factory, onerror) }, { onerror });
   metrics.sessionsFrom(() => store.sessionCount());
-  const streams = new Set<{ pump: FollowPump; stream: PushStream }>();
 
   /** Serves a push stream until the client or the gateway ends it. */
   const push = async (stream: PushStream, follows: { owner?: FollowOwner; pinned?: Follow[] }) => {
@@ -88,7 +91,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
         return sent;
       },
     });
-    const entry = { pump, stream };
+    const entry = { pump, stream, ...(follows.owner !== undefined && { owner: follows.owner }) };
     streams.add(entry);
     metrics.pushStream(1);
     try {

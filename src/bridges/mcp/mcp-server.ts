@@ -43,6 +43,8 @@ export interface McpServerOptions {
   aliases: AliasSource;
   /** The log's head position (where a new follow starts). */
   head(): Promise<number>;
+  /** Told after a follow was added on this replica (its owner's open streams here re-read their list at once). */
+  onFollowed(owner: FollowOwner): void;
   /** What the resources are read from. */
   surface: Omit<ToolSurface, 'metrics'>;
 }
@@ -93,7 +95,10 @@ function resourceHandlers(server: Server, options: McpServerOptions, caller: Mcp
   server.setRequestHandler('resources/subscribe', async (request) => {
     const correlationId = correlationOf(request.params.uri);
     // The caller's own commands are followed already; another URI changes only when the catalogues do.
-    if (caller && correlationId !== undefined) await options.store.follow(caller.owner, correlationId, await options.head());
+    if (caller && correlationId !== undefined) {
+      await options.store.follow(caller.owner, correlationId, await options.head());
+      options.onFollowed(caller.owner);
+    }
     return {};
   });
   server.setRequestHandler('resources/unsubscribe', async (request) => {
@@ -106,7 +111,10 @@ function resourceHandlers(server: Server, options: McpServerOptions, caller: Mcp
 function toolSession(options: McpServerOptions, caller: McpCaller, onEvent: (event: CloudEvent) => Promise<void>): ToolSession {
   return {
     principal: caller.principal,
-    follow: async (commandId) => options.store.follow(caller.owner, commandId, await options.head()),
+    follow: async (commandId) => {
+      await options.store.follow(caller.owner, commandId, await options.head());
+      options.onFollowed(caller.owner);
+    },
     unfollow: (commandId) => options.store.unfollow(caller.owner, commandId),
     watch: (commandId) => CommandFollow.open(options.tail, options.aliases, commandId, onEvent),
   };
