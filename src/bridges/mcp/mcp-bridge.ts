@@ -22,7 +22,7 @@ import { ProtoError } from '../../errors.ts';
 import type { RequestContext, Route } from '../../http/route.ts';
 import type { McpMetrics } from '../../metrics/mcp.ts';
 import type { AliasSource } from '../live-tail/aliases.ts';
-import type { Follow, FollowOwner, FollowStore } from './follow-store.ts';
+import { MAX_FOLLOWS, type Follow, type FollowOwner, type FollowStore } from './follow-store.ts';
 import { FollowPump } from './follow-pump.ts';
 import { callerAuthInfo, createServerFactory, type McpCaller } from './mcp-server.ts';
 import { createToolRunner, type ToolSurface } from './mcp-tools.ts';
@@ -141,7 +141,10 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
 
   const listen = async (ctx: RequestContext, body: ListenRequest): Promise<undefined> => {
     const requested = body.params?.notifications?.resourceSubscriptions ?? [];
-    const honored = requested.filter((uri) => uri === MY_EVENTS_URI || correlationOf(uri) !== undefined);
+    // Bounded like a follow list: each honored correlation id is one live tail subscription.
+    const honored = (Array.isArray(requested) ? requested : [])
+      .filter((uri): uri is string => typeof uri === 'string' && (uri === MY_EVENTS_URI || correlationOf(uri) !== undefined))
+      .slice(0, MAX_FOLLOWS);
     const lastSeen = lastEventIdOf(ctx, body);
     const head = await options.head();
     const pinned: Follow[] = honored.flatMap((uri) => {
@@ -201,7 +204,7 @@ async function serve(handler: NodeMcpHandler, ctx: RequestContext, body: unknown
 
 interface ListenRequest {
   id: string | number;
-  params?: { notifications?: { resourceSubscriptions?: string[] }; _meta?: Record<string, unknown> };
+  params?: { notifications?: { resourceSubscriptions?: unknown }; _meta?: Record<string, unknown> };
 }
 
 function isListenRequest(body: unknown): body is ListenRequest {

@@ -1,7 +1,9 @@
+/** The SDK v2 client (`@modelcontextprotocol/client`) in both eras: pinned to 2026-07-28, and unpinned (the 2025 handshake). */
 import { afterEach, describe, expect, it } from 'vitest';
 import { MY_EVENTS_URI } from '../../../src/bridges/mcp/mcp-resources.ts';
-import { closeAll, eventually } from '../../support/gateway.ts';
-import { connectModern, mcpGateway, toolJson } from './support.ts';
+import { closeAll, eventually, track } from '../../support/gateway.ts';
+import { metricValue } from '../sse/support.ts';
+import { connectModern, KEY, mcpGateway, toolJson } from './support.ts';
 
 afterEach(closeAll);
 
@@ -44,5 +46,26 @@ describe('MCP front, 2026-07-28 era (SDK v2 client, stateless)', () => {
     expect(result.events.map((e: any) => e.type)).toEqual(['PaymentAuthorizedV1', 'PaymentCompletedV1']);
     expect(progress.map((p) => p.message)).toEqual(['PaymentAuthorizedV1', 'PaymentCompletedV1']);
     expect(progress.map((p) => p.progress)).toEqual([1, 2]);
+  });
+});
+
+describe('MCP front, 2025 era with the SDK v2 client (no version pin: initialize and a session)', () => {
+  it('opens a session, calls the tools and gets its command\'s events on the session stream', async () => {
+    const { gw } = await mcpGateway();
+    const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
+    const client = new Client({ name: 'v2-legacy', version: '1.0.0' });
+    const pushed: any[] = [];
+    client.fallbackNotificationHandler = async (n) => {
+      if (n.method === 'notifications/proto/event') pushed.push(n.params);
+    };
+    const transport = new StreamableHTTPClientTransport(new URL(`${gw.url}mcp`), { requestInit: { headers: { 'X-API-Key': KEY } } });
+    await client.connect(transport);
+    track({ close: () => client.close() });
+    expect(client.getProtocolEra()).toBe('legacy');
+    expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    await eventually(async () => (await metricValue(gw, 'proto_gateway_mcp_push_streams')) === 1, 20_000);
+    const { id } = toolJson(await client.callTool({ name: 'send_command', arguments: { schema: 'authorize-payment', version: '1.0', data: payment } }));
+    const [event] = await eventually(() => (pushed.length > 0 ? pushed : undefined), 20_000);
+    expect(event).toMatchObject({ correlationId: id, event: { type: 'PaymentAuthorizedV1', correlationid: id } });
   });
 });
