@@ -1,29 +1,36 @@
 /**
- * The MCP front against the HTTP front it wraps, in one process, in the same run: a gateway (memory
- * store) with the example payments service behind it, one SDK client (`Client` +
- * `StreamableHTTPClientTransport`) and plain `fetch`. Figures, sequential calls:
- * - `send_command` latency (p50, p99) against `POST /commands` with the same envelope;
- * - command-to-event latency (p50): `send_command` until its `notifications/proto/event` arrives,
- *   against `POST /commands` then `GET /events?correlationId=` back to back until the event is there.
+ * The MCP front against the HTTP front it wraps, measured in the same run: a gateway in its own
+ * process (memory store) with the example payments service behind it, driven from this process by
+ * a 2026-07-28 client (SDK v2 `@modelcontextprotocol/client`, pinned), a 2025-era client (SDK 1.x,
+ * initialize and a session) and plain `fetch`. Figures, sequential calls:
+ * - `tools/call` of `send_command` latency (p50, p99) in each era against `POST /commands` with
+ *   the same envelope;
+ * - command-to-event latency (p50): `send_command` until its `notifications/proto/event` arrives
+ *   (2026-07-28: on a `subscriptions/listen` stream; 2025: on the session's GET stream), against
+ *   `POST /commands` then `GET /events?correlationId=` back to back until the event is there.
  * `--quick`: fewer rounds. Writes `bench/results/mcp.json`.
  *
  * Run: `npx node bench/mcp.bench.ts [--quick]` (BENCH_ROUNDS overrides the rounds).
  */
 import { randomUUID } from 'node:crypto';
-import pino from 'pino';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startPaymentsService } from '../examples/payments-service.ts';
-import { startGateway } from '../src/app.ts';
-import { parseConfig } from '../src/gateway-config.ts';
+import { spawnWithUrl, stopAll } from './support/processes.ts';
 import { BenchReport, sized } from './support/report.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? sized(400, 60));
 const payment = { orderId: 'ord-bench', amount: 25, currency: 'EUR' };
+const root = fileURLToPath(new URL('..', import.meta.url));
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 function envelope(): Record<string, unknown> {
@@ -43,59 +50,83 @@ function waiter(): { offer(value: string): void; until(value: string): Promise<v
   };
 }
 
+/** What both clients do: call a tool, and be told of pushed events. */
+interface EraClient {
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+}
+
 async function main(): Promise<void> {
   const payments = await startPaymentsService({ port: 0, resultDelayMs: 0 });
-  const yaml = `server: { host: 127.0.0.1, port: 0 }\nstorage: { driver: memory }\ncommands: { dispatch: { timeout: 2s } }\nbackends:\n  - { id: payments, kind: proto, url: ${payments.url}, events: { follow: stream } }\n`;
-  const gw = await startGateway(await parseConfig(yaml, `${process.cwd()}/bench-mcp.yaml`, {}), { logger: pino({ level: 'silent' }) });
-  const client = new Client({ name: 'bench', version: '1.0.0' });
-  const pushed = waiter();
-  client.fallbackNotificationHandler = async (n) => pushed.offer(String((n.params as { correlationId: string }).correlationId));
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}mcp`)));
-  await new Promise((r) => setTimeout(r, 500)); // the client's GET stream opens after initialize
-  const send = () => client.callTool({ name: 'send_command', arguments: { schema: 'authorize-payment', version: '1.0', data: payment } });
-  const post = () => fetch(`${gw.url}commands`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(envelope()) }).then((r) => r.text());
-  for (let i = 0; i < 20; i++) await Promise.all([send(), post()]); // warm-up
+  const dir = mkdtempSync(join(tmpdir(), 'bench-mcp-'));
+  const file = join(dir, 'gateway.yaml');
+  writeFileSync(file, `server: { host: 127.0.0.1, port: 0 }\nstorage: { driver: memory }\ncommands: { dispatch: { timeout: 2s } }\nbackends:\n  - { id: payments, kind: proto, url: ${payments.url}, events: { follow: stream } }\n`);
+  const gateway = `${(await spawnWithUrl(join(root, 'bin/proto-gateway'), ['serve', '--config', file])).url}/`;
+  try {
+    const pushed = waiter();
+    const onEvent = async (n: { method: string; params?: unknown }) => {
+      if (n.method === 'notifications/proto/event') pushed.offer(String((n.params as { correlationId: string }).correlationId));
+    };
+    const modern = new ModernClient({ name: 'bench', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    modern.fallbackNotificationHandler = onEvent;
+    await modern.connect(new ModernTransport(new URL(`${gateway}mcp`)));
+    const subscription = await modern.listen({ resourceSubscriptions: ['proto-gateway://events/mine'] });
+    const legacy = new LegacyClient({ name: 'bench', version: '1.0.0' });
+    legacy.fallbackNotificationHandler = onEvent;
+    await legacy.connect(new LegacyTransport(new URL(`${gateway}mcp`)));
+    await new Promise((r) => setTimeout(r, 500)); // the 1.x client opens its GET stream after initialize
 
-  const mcpMs: number[] = [];
-  const httpMs: number[] = [];
-  for (let i = 0; i < ROUNDS; i++) {
-    let t = performance.now();
-    await send();
-    mcpMs.push(performance.now() - t);
-    t = performance.now();
-    await post();
-    httpMs.push(performance.now() - t);
-  }
+    const send = (client: EraClient) => client.callTool({ name: 'send_command', arguments: { schema: 'authorize-payment', version: '1.0', data: payment } });
+    const post = (command = envelope()) => fetch(`${gateway}commands`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(command) }).then((r) => r.text());
+    for (let i = 0; i < 20; i++) await Promise.all([send(modern), send(legacy), post()]); // warm-up
 
-  const pushMs: number[] = [];
-  const pollMs: number[] = [];
-  for (let i = 0; i < Math.ceil(ROUNDS / 4); i++) {
-    let t = performance.now();
-    const result = await send();
-    const { id } = JSON.parse((result.content as Array<{ text: string }>)[0].text) as { id: string };
-    await pushed.until(id);
-    pushMs.push(performance.now() - t);
-
-    const command = envelope();
-    t = performance.now();
-    await fetch(`${gw.url}commands`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(command) }).then((r) => r.text());
-    // The polling client's best case: GET /events?correlationId= back to back until the event is there.
-    for (;;) {
-      const page = (await (await fetch(`${gw.url}events?correlationId=${String(command.id)}`)).json()) as { events: unknown[] };
-      if (page.events.length > 0) break;
+    const calls = { modern: [] as number[], legacy: [] as number[], http: [] as number[] };
+    for (let i = 0; i < ROUNDS; i++) {
+      for (const [name, run] of [['modern', () => send(modern)], ['legacy', () => send(legacy)], ['http', () => post()]] as const) {
+        const t = performance.now();
+        await run();
+        calls[name].push(performance.now() - t);
+      }
     }
-    pollMs.push(performance.now() - t);
-  }
 
-  const report = new BenchReport('mcp');
-  console.log(`rounds ${ROUNDS}: send_command p50 ${percentile(mcpMs, 50).toFixed(2)} ms, POST /commands p50 ${percentile(httpMs, 50).toFixed(2)} ms`);
-  report.add({ name: 'send_command p50', unit: 'ms', gateway: percentile(mcpMs, 50), baseline: percentile(httpMs, 50), baselineName: 'POST /commands', better: 'lower' });
-  report.add({ name: 'send_command p99', unit: 'ms', gateway: percentile(mcpMs, 99), baseline: percentile(httpMs, 99), baselineName: 'POST /commands', better: 'lower' });
-  report.add({ name: 'command to event p50', unit: 'ms', gateway: percentile(pushMs, 50), baseline: percentile(pollMs, 50), baselineName: 'POST + polling GET /events', better: 'lower' });
-  report.write({ rounds: ROUNDS });
-  await client.close();
-  await gw.close();
-  await payments.close();
+    const toEvent = { modern: [] as number[], legacy: [] as number[], poll: [] as number[] };
+    for (let i = 0; i < Math.ceil(ROUNDS / 4); i++) {
+      for (const name of ['modern', 'legacy'] as const) {
+        const t = performance.now();
+        const result = (await send(name === 'modern' ? modern : legacy)) as { content: Array<{ text: string }> };
+        await pushed.until((JSON.parse(result.content[0]!.text) as { id: string }).id);
+        toEvent[name].push(performance.now() - t);
+      }
+      const command = envelope();
+      const t = performance.now();
+      await post(command);
+      // The polling client's best case: GET /events?correlationId= back to back until the event is there.
+      for (;;) {
+        const page = (await (await fetch(`${gateway}events?correlationId=${String(command.id)}`)).json()) as { events: unknown[] };
+        if (page.events.length > 0) break;
+      }
+      toEvent.poll.push(performance.now() - t);
+    }
+
+    const report = new BenchReport('mcp');
+    const p50 = (v: number[]) => percentile(v, 50).toFixed(2);
+    console.log(`rounds ${ROUNDS}: send_command p50 2026-07-28 ${p50(calls.modern)} ms, 2025 ${p50(calls.legacy)} ms, POST /commands ${p50(calls.http)} ms`);
+    console.log(`command to event p50: push 2026-07-28 ${p50(toEvent.modern)} ms, push 2025 ${p50(toEvent.legacy)} ms, POST + polling ${p50(toEvent.poll)} ms`);
+    const vsPost = { baseline: 0, baselineName: 'POST /commands', better: 'lower' as const, unit: 'ms' };
+    for (const [era, values] of [['2026-07-28', calls.modern], ['2025', calls.legacy]] as const) {
+      report.add({ ...vsPost, name: `tools/call send_command p50 (${era})`, gateway: percentile(values, 50), baseline: percentile(calls.http, 50) });
+      report.add({ ...vsPost, name: `tools/call send_command p99 (${era})`, gateway: percentile(values, 99), baseline: percentile(calls.http, 99) });
+    }
+    for (const [era, values] of [['2026-07-28 listen', toEvent.modern], ['2025 GET stream', toEvent.legacy]] as const) {
+      report.add({ name: `command to event p50, push (${era})`, unit: 'ms', gateway: percentile(values, 50), baseline: percentile(toEvent.poll, 50), baselineName: 'POST + polling GET /events', better: 'lower' });
+    }
+    report.write({ rounds: ROUNDS });
+    await subscription.close();
+    await modern.close();
+    await legacy.close();
+  } finally {
+    await stopAll();
+    await payments.close();
+  }
 }
 
 await main();

@@ -11,6 +11,8 @@ import { createGrpc } from './bridges/grpc/create-grpc.ts';
 import { PROTO_DIR, type GrpcBridge } from './bridges/grpc/grpc-bridge.ts';
 import { createLiveTail } from './bridges/live-tail/create-live-tail.ts';
 import { createMcp } from './bridges/mcp/create-mcp.ts';
+import { A2A_ENDPOINT_PATH } from './bridges/a2a/agent-card.ts';
+import { createOriginGuard, guarded } from './http/origin-guard.ts';
 import { createSse } from './bridges/sse/create-sse.ts';
 import { createWebhooks } from './bridges/webhooks/create-webhooks.ts';
 import type { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
@@ -209,8 +211,10 @@ async function assemble(input: AssembleInput) {
   const tail = createLiveTail({ log, aliases: commands.aliases, logger, life });
   const sse = createSse({ config: config.sse, admission, tail, backends, correlationAliases: commands.aliases, ...common });
   const eventPages = { log, events: config.events, correlationAliases: commands.store };
-  const mcp = createMcp({
+  const mcp = await createMcp({
     config: config.mcp,
+    storage: config.storage,
+    log,
     surface: {
       commands,
       queries,
@@ -229,6 +233,7 @@ async function assemble(input: AssembleInput) {
     ...common,
   });
   grpc = createGrpc({ config, tail, log, aliases: commands.aliases, ingestion: commands.ingestion, admission, ...common });
+  const originGuard = createOriginGuard({ publicUrl, corsOrigins: config.server.cors.origins, allowedHosts: config.mcp.allowedHosts });
   const routes: Route[] = [
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
@@ -249,8 +254,9 @@ async function assemble(input: AssembleInput) {
       storage: config.storage.driver,
       startedMs: Date.now(),
     }),
-    ...(mcp?.routes ?? []),
-    ...(a2a?.routes ?? []),
+    // Both endpoints can be driven by a page in a visitor's browser: Origin and Host are checked first.
+    ...guarded(mcp?.routes ?? [], originGuard),
+    ...(a2a?.routes ?? []).map((route) => (route.path === `/${A2A_ENDPOINT_PATH}` ? guarded([route], originGuard)[0]! : route)),
     ...(config.console.enabled ? consoleRoutes({ path: config.console.path, auth: config.auth }) : []),
     // The pass-through is the fallback under /services/{id}/: the gateway's own routes win over it.
     ...passThroughRoutes({

@@ -39,6 +39,8 @@ export interface GatewayConfig {
     /** Sessions one principal may hold; default half of `maxSessions`. */
     maxSessionsPerPrincipal: number;
     idleTimeoutMs: number;
+    /** Host header values accepted on /mcp and the A2A endpoint besides the public URL's host. */
+    allowedHosts: string[];
   };
   /** The operator console: a static page that talks to the public API with the caller's key. */
   console: {

@@ -32,15 +32,13 @@ export class Admission {
    * `sse.maxConnectionsPerPrincipal` (429 `TOO_MANY_STREAMS`).
    */
   readonly streams: QuotaPool;
-  /** MCP sessions: `mcp.maxSessions` (503 `TOO_MANY_SESSIONS`) and `mcp.maxSessionsPerPrincipal` (429 `QUOTA_EXCEEDED`). */
-  readonly mcpSessions: QuotaPool;
   readonly metrics: AdmissionMetrics;
   readonly #auth: AuthConfig;
   readonly #verifiers: CredentialVerifier[];
   readonly #challenge: Record<string, string>;
 
   constructor(options: AdmissionOptions) {
-    const { auth, sse, mcp } = options.config;
+    const { auth, sse } = options.config;
     this.#auth = auth;
     this.#verifiers = [apiKeyVerifier(auth), ...(options.verifiers ?? [])];
     this.#challenge = challengeOf(auth);
@@ -52,14 +50,6 @@ export class Admission {
       keys: { max: 'maxConnections', maxPerPrincipal: 'maxConnectionsPerPrincipal' },
       codes: { global: 'TOO_MANY_STREAMS', principal: 'TOO_MANY_STREAMS' },
       noun: 'streams',
-    }, options.metrics);
-    this.mcpSessions = new QuotaPool({
-      name: 'mcp.sessions',
-      max: mcp.maxSessions,
-      maxPerPrincipal: mcp.maxSessionsPerPrincipal,
-      keys: { max: 'mcp.maxSessions', maxPerPrincipal: 'mcp.maxSessionsPerPrincipal' },
-      codes: { global: 'TOO_MANY_SESSIONS', principal: 'QUOTA_EXCEEDED' },
-      noun: 'MCP sessions',
     }, options.metrics);
   }
 

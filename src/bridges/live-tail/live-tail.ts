@@ -25,6 +25,8 @@ export type TailSource = Pick<EventLog, 'subscribe' | 'query' | 'positionOf'>;
 export interface TailRequest<F> extends Omit<TailSubscriberOptions<F>, 'source'> {
   /** Replay the events after this event id, then continue live; undefined = live from now. */
   afterId?: string;
+  /** Replay the events after this log position instead (when `afterId` is unset), then continue live. */
+  afterPosition?: number;
   /** The command id whose correlation aliases the subscription follows (its filter has `correlationIds`). */
   aliasesFor?: string;
 }
@@ -71,14 +73,14 @@ export class LiveTail {
    * when its stream ends.
    */
   attach<F>(request: TailRequest<F>): TailAttachment {
-    const { afterId, aliasesFor, ...options } = request;
-    const subscriber = new TailSubscriber<F>({ ...options, source: this.#source }, afterId !== undefined);
+    const { afterId, afterPosition, aliasesFor, ...options } = request;
+    const subscriber = new TailSubscriber<F>({ ...options, source: this.#source }, afterId !== undefined || afterPosition !== undefined);
     const attached: Attached = { subscriber: subscriber as TailSubscriber<unknown>, close: () => options.connection.close('shutdown'), aliasesFor };
     this.#subscribeToSource();
     this.#attached.add(attached);
     if (aliasesFor !== undefined) this.#byCommand.set(aliasesFor, (this.#byCommand.get(aliasesFor) ?? new Set()).add(attached));
-    if (afterId !== undefined) {
-      subscriber.replay(afterId).catch((err: unknown) => {
+    if (afterId !== undefined || afterPosition !== undefined) {
+      (afterId !== undefined ? subscriber.replay(afterId) : subscriber.replayAfter(afterPosition as number)).catch((err: unknown) => {
         this.#logger.warn({ err }, 'live tail replay failed');
         options.connection.close('error');
       });

@@ -117,6 +117,14 @@ export class TailSubscriber<F> {
     return this.#catchUp(false);
   }
 
+  /** Replays the events after a log position known to the caller (no lookup, no reset), then goes live. */
+  async replayAfter(position: number): Promise<void> {
+    if (this.#connection.closed) return;
+    this.#options.metrics.replay('replayed');
+    this.#cursor = position;
+    return this.#catchUp(true);
+  }
+
   /**
    * Reads log pages (when asked to, or when held events were dropped), then sends the held events
    * past the cursor, and goes live the moment nothing is held: that check and the switch happen

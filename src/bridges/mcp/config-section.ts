@@ -1,9 +1,9 @@
-/** The `mcp:` section: the MCP server (on by default), its session bound and idle timeout. */
+/** The `mcp:` section: the MCP server (on by default), its session bounds and idle timeout, the Host values it accepts besides the public URL's. */
 import { flag, ms, num, perPrincipalDefault } from '../../config/defaults.ts';
-import { asMap } from '../../config/raw.ts';
+import { asList, asMap } from '../../config/raw.ts';
 import type { ConfigSection } from '../../config/section.ts';
 
-/** `mcp:` (enabled, 1000 sessions, half of them per principal, idle 30m). */
+/** `mcp:` (enabled, 1000 sessions, half of them per principal, idle 30m, no extra allowed hosts). */
 export const mcpSection: ConfigSection<'mcp'> = {
   key: 'mcp',
   schema: {
@@ -31,6 +31,12 @@ export const mcpSection: ConfigSection<'mcp'> = {
         "type": "integer",
         "description": "Open MCP sessions per principal at most (beyond: 429 QUOTA_EXCEEDED). Default half of maxSessions.",
         "minimum": 1
+      },
+      "allowedHosts": {
+        "type": "array",
+        "description": "Host header values accepted on /mcp and the A2A endpoint besides server.publicUrl's host: 'name' (any port) or 'name:port'. Default none.",
+        "items": { "type": "string", "pattern": "^[A-Za-z0-9.\\[\\]:-]+$" },
+        "default": []
       }
     }
   },
@@ -42,6 +48,7 @@ export const mcpSection: ConfigSection<'mcp'> = {
       maxSessions,
       maxSessionsPerPrincipal: num(raw.maxSessionsPerPrincipal, perPrincipalDefault(maxSessions, maxSessions)),
       idleTimeoutMs: ms(raw.idleTimeout, '30m'),
+      allowedHosts: asList(raw.allowedHosts).map(String),
     };
   },
 };

@@ -4,7 +4,7 @@
  * closed (`additionalProperties: false`): an unknown argument is refused, never ignored. The
  * schemas are compiled once, at boot; the tools themselves live in `mcp-tools.ts`.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 
 /** A JSON Schema object (`type: object`) as MCP's `tools/list` carries it. */
 export interface ToolInputSchema {
@@ -50,11 +50,20 @@ const sendArguments = {
   source: { type: 'string', minLength: 1, description: 'Optional CloudEvents source of the command (default: the gateway names the MCP caller)' },
   data: { type: 'object', description: 'The command payload; must match the command schema (see get_command_schema)' },
 };
-const stringParams = (description: string) => ({ type: 'object', additionalProperties: { type: ['string', 'number', 'boolean'] }, description });
+// One `anyOf` branch per scalar type, not a `type` array: several model providers' schema
+// converters reject or mangle `type` arrays inside `additionalProperties`.
+const stringParams = (description: string) => ({
+  type: 'object',
+  additionalProperties: { anyOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] },
+  description,
+});
 const noArguments: ToolInputSchema = { type: 'object', properties: {}, additionalProperties: false };
 
-/** The tools, in the order `tools/list` shows them. */
-export const TOOL_DEFINITIONS: ToolDefinition[] = [
+/** The dialect every input schema declares (MCP 2025-11-25 and later: JSON Schema 2020-12 by default). */
+export const INPUT_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
+
+/** The tools, in the order `tools/list` shows them; each input schema declares its dialect. */
+export const TOOL_DEFINITIONS: ToolDefinition[] = ([
   {
     name: 'get_command_catalogue',
     description: 'List the commands the services accept: schema name, version, type, description. Start here before send_command.',
@@ -135,14 +144,14 @@ export const TOOL_DEFINITIONS: ToolDefinition[] = [
       additionalProperties: false,
     },
   },
-];
+] as ToolDefinition[]).map((tool) => ({ ...tool, inputSchema: { $schema: INPUT_SCHEMA_DIALECT, ...tool.inputSchema } }));
 
 /** A compiled check of each tool's arguments: returns the problems, or an empty list. */
 export type ArgumentCheck = (args: unknown) => string[];
 
 /** Compiles every tool's input schema once (at boot). */
 export function compileArgumentChecks(): Map<ToolName, ArgumentCheck> {
-  const ajv = new Ajv({ allErrors: true, strict: false });
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
   const checks = new Map<ToolName, ArgumentCheck>();
   for (const tool of TOOL_DEFINITIONS) {
     const validate: ValidateFunction = ajv.compile(tool.inputSchema);

@@ -42,11 +42,15 @@ export interface ToolSurface {
   admission: Pick<Admission, 'authorize'>;
 }
 
-/** The session a tool runs in: its caller, and how it follows (and pushes) a command's events. */
+/** The caller a tool runs for, and how it follows a command's events. */
 export interface ToolSession {
   principal: Principal;
-  /** Opens a follow of `commandId` whose events are pushed to this session. */
-  follow(commandId: string): Promise<CommandFollow>;
+  /** Adds `commandId` to the caller's follow list: its events are pushed to the caller's stream (any replica). */
+  follow(commandId: string): Promise<void>;
+  /** Removes it again (the command was refused). */
+  unfollow(commandId: string): Promise<void>;
+  /** Opens a follow of `commandId` for this call only (`send_command_and_wait`: each event also goes out as progress). */
+  watch(commandId: string): Promise<CommandFollow>;
 }
 
 /** The result of `tools/call` (MCP `CallToolResult`). */
@@ -85,21 +89,24 @@ export function createToolRunner(surface: ToolSurface): ToolRunner {
 
 function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
   const { commands, queries, events } = surface;
-  const send = (args: Args, session: ToolSession) => {
-    surface.admission.authorize(session.principal, 'mcp.send_command');
-    return sendCommand(commands.ingestion, args, session);
-  };
   return new Map<ToolName, Tool>([
     ['get_command_catalogue', async () => ({ commands: commands.catalogue.list() })],
     ['get_command_schema', async (a) => commands.catalogue.schemaDocument(String(a.schema), String(a.version))],
     ['send_command', async (a, s) => {
-      // The follow outlives the call: it pushes the command's events to the session until they settle.
-      const { id } = await send(a, s);
+      // Followed before it is submitted: no event of it can come before the follow exists.
+      surface.admission.authorize(s.principal, 'mcp.send_command');
+      const id = randomUUID();
+      await s.follow(id);
+      await submitOr(commands.ingestion, id, a, s, () => s.unfollow(id));
       return { id, correlationId: id, push: 'notifications/proto/event' };
     }],
     ['send_command_and_wait', async (a, s) => {
-      const { id, follow } = await send(a, s);
+      surface.admission.authorize(s.principal, 'mcp.send_command');
+      const id = randomUUID();
+      const follow = await s.watch(id);
+      await submitOr(commands.ingestion, id, a, s, async () => follow.close());
       const ended = await waitFor(follow.ended, seconds(a.timeout_seconds, 30));
+      follow.close();
       return { id, correlationId: id, events: [...follow.events], complete: ended === 'terminal' };
     }],
     ['get_query_catalogue', async () => ({ queries: queries.catalogue.list() })],
@@ -116,10 +123,9 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
   ]);
 }
 
-/** Builds the envelope the public MCP client builds and runs it through the one ingestion. */
-async function sendCommand(ingestion: CommandIngestion, args: Args, session: ToolSession): Promise<{ id: string; follow: CommandFollow }> {
+/** Builds the envelope the public MCP client builds and runs it through the one ingestion; on a refusal runs `undo` and rethrows. */
+async function submitOr(ingestion: CommandIngestion, id: string, args: Args, session: ToolSession, undo: () => Promise<void>): Promise<void> {
   const schema = String(args.schema);
-  const id = randomUUID();
   const envelope = {
     specversion: '1.0',
     id,
@@ -130,15 +136,12 @@ async function sendCommand(ingestion: CommandIngestion, args: Args, session: Too
     time: new Date().toISOString(),
     data: args.data,
   };
-  // Subscribe first: an event appended between the 201 and the subscription would be missed.
-  const follow = await session.follow(id);
   try {
     await ingestion.submit({ principal: session.principal.id, readBody: async () => envelope, traceparent: newTraceparent() });
   } catch (err) {
-    follow.close();
+    await undo().catch(() => {});
     throw err;
   }
-  return { id, follow };
 }
 
 /** Listens to the live tail with the stream filters for a while; returns what arrived. */

@@ -1,10 +1,12 @@
 /**
  * Helpers of the MCP front tests: a gateway with the example payments service behind it and API
- * keys, and SDK clients (`Client` + `StreamableHTTPClientTransport`) that record the
- * `notifications/proto/event` pushed to their session.
+ * keys, and SDK clients that record the `notifications/proto/event` pushed to them: the 1.x client
+ * (`@modelcontextprotocol/sdk`, the 2025 era: initialize, a session, its GET stream) and the v2
+ * client (`@modelcontextprotocol/client` pinned to 2026-07-28: stateless, `subscriptions/listen`).
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernSdkClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import type { Gateway } from '../../../src/app.ts';
 import { exampleBackends, FAST_DISPATCH, protoBackend } from '../../commands/support.ts';
 import { eventually, gatewayYaml, startTestGateway, track } from '../../support/gateway.ts';
@@ -62,4 +64,22 @@ export function toolJson(result: any): any {
 /** The text of a tool call's first content item. */
 export function toolText(result: any): string {
   return (result.content as Array<{ text: string }>)[0].text;
+}
+
+/** A 2026-07-28 client (SDK v2, pinned: no `initialize`, no session) and the events pushed on its listen streams. */
+export interface ModernClient {
+  client: ModernSdkClient;
+  pushed: Array<{ correlationId: string; event: Record<string, any> }>;
+}
+
+/** Connects an SDK v2 client pinned to 2026-07-28 to `{url}mcp` (no handshake: it sends `server/discover`). */
+export async function connectModern(url: string, headers: Record<string, string> = { 'X-API-Key': KEY }): Promise<ModernClient> {
+  const client = new ModernSdkClient({ name: 'mcp-test-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const pushed: ModernClient['pushed'] = [];
+  client.fallbackNotificationHandler = async (notification) => {
+    if (notification.method === 'notifications/proto/event') pushed.push(notification.params as ModernClient['pushed'][number]);
+  };
+  await client.connect(new ModernTransport(new URL(`${url}mcp`), { requestInit: { headers } }));
+  track({ close: () => client.close() });
+  return { client, pushed };
 }
