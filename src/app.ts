@@ -123,6 +123,15 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
     metrics: httpMetrics(registry),
   });
   const state = { ready: false, stopping: false };
+  // Health and readiness answer from the moment the listener opens (every other route is a 503
+  // NOT_READY until start-up is over); the storage check is known once the stores are assembled.
+  let storageUp = (): boolean => true;
+  const ops = opsRoutes({
+    registry,
+    metricsPublic: config.metrics.public,
+    notReady: () => [...notReady(state), ...(storageUp() ? [] : ['storage'])],
+  });
+  router.add(ops);
   // One deadline for the whole shutdown, shared by every step. Readiness turns 503 and new
   // requests are refused at once, but the listener stays open until the end, so load balancers
   // see "not ready" (not "connection refused") while streams end, requests in flight are
@@ -145,13 +154,15 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
     const parts = await assemble({ config, options, logger, registry, log, life, url, state });
     router.add(parts.routes);
+    storageUp = parts.storageUp;
     // Runtime services join the directory before anything starts: a paused one never delivers or reads.
     await parts.services.restore();
     await parts.backends.start();
     await life.start();
     state.ready = true;
+    http.open();
     logger.info({ url, publicUrl: parts.publicUrl, backends: parts.backends.list().map((b) => b.id) }, 'listening');
-    return { ...parts, url, config, registry, log, close };
+    return { ...parts, routes: [...ops, ...parts.routes], url, config, registry, log, close };
   } catch (err) {
     await close();
     throw err;
@@ -275,11 +286,6 @@ async function assemble(input: AssembleInput) {
     logger,
   });
   const routes: Route[] = [
-    ...opsRoutes({
-      registry,
-      metricsPublic: config.metrics.public,
-      notReady: () => [...notReady(input.state), ...(storageReady(storageReadiness, commands.store) ? [] : ['storage'])],
-    }),
     ...discoveryRoutes(manifest),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
@@ -311,7 +317,8 @@ async function assemble(input: AssembleInput) {
       maxBodyBytes: config.server.bodyLimitBytes,
     }),
   ];
-  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks, routes, grpc };
+  const storageUp = (): boolean => storageReady(storageReadiness, commands.store);
+  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks, routes, grpc, storageUp };
 }
 
 /** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */

@@ -4,6 +4,10 @@
  * within the size and depth limits), gets an `X-Request-Id`, is logged once and counted in the
  * metrics. Every refusal is the protocol's error body.
  *
+ * Start-up: until `open()` (every route registered, every component started) each request except
+ * the routes marked `duringShutdown` (health, readiness) is answered 503 `NOT_READY` with
+ * `Retry-After`, never 404: a client treats a 404 as final, a 503 as "try again".
+ *
  * Shutdown has two steps. `refuse()`: the listener stays open, but every new request except the
  * routes marked `duringShutdown` (health, readiness) is answered 503 `NOT_READY` with
  * `Connection: close`, so load balancers and clients move elsewhere while the components drain;
@@ -35,6 +39,8 @@ export interface HttpServerOptions {
 export interface HttpServer {
   readonly server: Server;
   listen(host: string, port: number): Promise<AddressInfo>;
+  /** Start-up is over: every route is answered from now on. Until then, 503 `NOT_READY` (`duringShutdown` routes excepted). */
+  open(): void;
   /** Shutdown begins: new requests are answered 503 `NOT_READY` (`duringShutdown` routes excepted), idle keep-alive connections close. Idempotent. */
   refuse(): void;
   /** Resolves once no request admitted before `refuse()` is still being answered, or after `timeoutMs`. */
@@ -45,6 +51,8 @@ export interface HttpServer {
 
 /** What the request handler shares with the shutdown steps. */
 interface ServerState {
+  /** Set by `open()`: routes are registered and components started. */
+  serving: boolean;
   refusing: boolean;
   /** Admitted requests whose response has not ended (streams included until they end). */
   inFlight: number;
@@ -56,7 +64,7 @@ interface ServerState {
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   // Node's default requestTimeout (5 min to receive a request) stays: it bounds slow uploads and
   // does not touch long responses such as event streams.
-  const state: ServerState = { refusing: false, inFlight: 0, onSettled: new Set() };
+  const state: ServerState = { serving: false, refusing: false, inFlight: 0, onSettled: new Set() };
   const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
     void handle(options, state, req, res);
   });
@@ -74,6 +82,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           resolve(server.address() as AddressInfo);
         });
       }),
+    open() {
+      state.serving = true;
+    },
     refuse() {
       if (state.refusing) return;
       state.refusing = true;
@@ -137,13 +148,13 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
   });
   try {
     if (!url) throw new ProtoError('INVALID_PARAMETER', 'the request target is not a valid URL');
-    const match = options.router.match(method, url.pathname);
+    const match = state.serving ? options.router.match(method, url.pathname) : startupMatch(options.router, method, url.pathname);
     if ('options' in match) {
       if (!options.cors.preflight(req, res, match.options)) sendReply(res, { status: 204, headers: { Allow: match.options.join(', ') } });
       return;
     }
     routeLabel = match.route.path;
-    if (state.refusing && !match.route.duringShutdown) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
+    if (state.refusing && !match.route.duringShutdown) throw notReady('the gateway is shutting down');
     admit(state, res);
     const principal = match.route.public ? anonymousCaller() : options.authenticate(req, url.searchParams);
     if (!match.route.public) requireScope(principal, match.route.scope ?? defaultScope(match.route.method));
@@ -174,6 +185,29 @@ function fail(res: ServerResponse, log: Logger, err: unknown): void {
     return;
   }
   sendError(res, error);
+}
+
+/** Seconds a client is asked to wait before retrying a `NOT_READY` (start-up and shutdown are short). */
+const NOT_READY_RETRY_SECONDS = '1';
+
+function notReady(message: string): ProtoError {
+  return new ProtoError('NOT_READY', message, undefined, { 'Retry-After': NOT_READY_RETRY_SECONDS });
+}
+
+/**
+ * The route of a request during start-up: only `duringShutdown` routes (health, readiness) are
+ * answered; any other path, registered yet or not, is 503 `NOT_READY` (readiness comes before the
+ * route in the order of checks, so an unknown path is not a 404 yet either).
+ */
+function startupMatch(router: Router, method: string, path: string): ReturnType<Router['match']> {
+  let match: ReturnType<Router['match']> | undefined;
+  try {
+    match = router.match(method, path);
+  } catch {
+    match = undefined;
+  }
+  if (match && 'route' in match && match.route.duringShutdown) return match;
+  throw notReady('the gateway is starting');
 }
 
 function anonymousCaller(): Principal {

@@ -33,6 +33,7 @@ async function core(routes: Route[] = []) {
     metrics: httpMetrics(new Registry()),
   });
   const address = await http.listen('127.0.0.1', 0);
+  http.open();
   track({ close: () => http.close(1000) });
   return `http://127.0.0.1:${address.port}`;
 }

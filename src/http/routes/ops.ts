@@ -26,7 +26,7 @@ export function opsRoutes(options: OpsOptions): Route[] {
       duringShutdown: true,
       handle: () => {
         const pending = options.notReady();
-        if (pending.length > 0) throw new ProtoError('NOT_READY', 'the gateway is not ready', { pending });
+        if (pending.length > 0) throw new ProtoError('NOT_READY', 'the gateway is not ready', { pending }, { 'Retry-After': '1' });
         return { status: 200, body: { status: 'ready' } };
       },
     },

@@ -89,6 +89,9 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
     limitBody(options.maxBodyBytes, () => {
       state.tooLarge = true;
       state.outgoing?.destroy();
+      // Nothing more goes to the backend; the rest of the body is read and dropped so the 413 can be sent.
+      ctx.req.unpipe();
+      ctx.req.resume();
     }),
   );
   const headers = { ...backend.config.headers, traceparent: ctx.traceparent };
@@ -139,15 +142,23 @@ function tooLarge(maxBytes: number): ProtoError {
   return new ProtoError('PAYLOAD_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, { limit: maxBytes });
 }
 
-/** Passes a streamed body through, failing it once more than `maxBytes` went by. */
+/**
+ * Passes a streamed body through until more than `maxBytes` went by; then calls `onExceeded` once and
+ * ends the stream quietly. It never emits 'error': nothing listens on this stream (http-proxy-3 only
+ * pipes it), so an error event here was an uncaught exception that ended the whole process
+ * (regression test: test/http/passthrough-crash.test.ts). The refusal is the 413 of `failure()`.
+ */
 function limitBody(maxBytes: number, onExceeded: () => void): Transform {
   let size = 0;
+  let exceeded = false;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      if (exceeded) return done();
       size += chunk.length;
       if (size <= maxBytes) return done(null, chunk);
+      exceeded = true;
       onExceeded();
-      done(new Error('request body over the limit'));
+      done();
     },
   });
 }
