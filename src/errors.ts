@@ -37,6 +37,8 @@ export const errorStatus = {
   TOO_MANY_SUBSCRIPTIONS: 429,
   /** `mcp.maxSessions` MCP sessions are open: a new one is refused until one ends (DELETE or idle expiry). */
   TOO_MANY_SESSIONS: 503,
+  /** The identity provider (`auth.oauth2`: discovery, keys, introspection) cannot be reached, so a token cannot be checked yet. */
+  IDENTITY_PROVIDER_UNAVAILABLE: 503,
 } as const;
 
 /** A stable, machine-readable error code. */

@@ -9,6 +9,7 @@ import type { ConfigSection } from '../config/section.ts';
 import { firstSeen } from '../config/semantic-checks.ts';
 import type { AuthConfig, ServerConfig } from '../config/types.ts';
 import type { Reporter } from '../config/yaml-source.ts';
+import { checkOAuth2, oauth2Defaults } from '../edge/oauth2/oauth2-config.ts';
 
 /** `server:`: the listener (host 127.0.0.1, port 8080, body limit 1mb, JSON depth 64, shutdown 10s). */
 export const serverSection: ConfigSection<'server'> = {
@@ -29,7 +30,7 @@ export const serverSection: ConfigSection<'server'> = {
   },
 };
 
-/** `auth:`: none by default; apiKey or bearer with `keys`. */
+/** `auth:`: none by default; apiKey or bearer with `keys`; oauth2 with `oauth2` (keys optional beside it). */
 export const authSection: ConfigSection<'auth'> = {
   key: 'auth',
   check: (config, report) => checkAuth(asMap(config.auth), report),
@@ -44,12 +45,14 @@ export const authSection: ConfigSection<'auth'> = {
       }),
     };
     if (typeof raw.queryParam === 'string') config.queryParam = raw.queryParam;
+    if (config.type === 'oauth2') config.oauth2 = oauth2Defaults(raw.oauth2);
     return config;
   },
 };
 
 /** apiKey and bearer need at least one key; ids and keys are unique (a key names one principal). */
 function checkAuth(auth: RawMap, report: Reporter): void {
+  checkOAuth2(auth, report);
   const keys = entries(auth.keys);
   if ((auth.type === 'apiKey' || auth.type === 'bearer') && keys.length === 0) {
     report(['auth', 'type'], `auth type ${auth.type} needs at least one entry in auth.keys`);
