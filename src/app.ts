@@ -8,7 +8,9 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { BackendDirectory } from './backends/directory.ts';
 import { pinnedConnections } from './egress/pinned-connections.ts';
 import type { GatewayConfig } from './config/types.ts';
-import { createAuthenticator, credentialCarriers } from './http/auth.ts';
+import { Admission } from './edge/admission.ts';
+import { credentialCarriers } from './edge/credentials.ts';
+import { admissionMetrics } from './metrics/admission.ts';
 import { createCors } from './http/cors.ts';
 import { discoveryRoutes } from './http/routes/discovery.ts';
 import { docsRoutes } from './http/routes/docs.ts';
@@ -114,9 +116,11 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   life.add({ close: () => log.close() });
   logMetrics(registry, log);
   const router = new Router();
+  // The one admission path of every transport: callers, scopes, quota pools.
+  const admission = new Admission({ config, metrics: admissionMetrics(registry) });
   const http = createHttpServer({
     router,
-    authenticate: createAuthenticator(config.auth),
+    admission,
     cors: createCors(config.server.cors.origins, config.auth.header),
     limits: { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth },
     logger,
@@ -152,7 +156,7 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   try {
     const address = await http.listen(config.server.host, config.server.port);
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
-    const parts = await assemble({ config, options, logger, registry, log, life, url, state });
+    const parts = await assemble({ config, options, logger, registry, log, life, url, state, admission });
     router.add(parts.routes);
     storageUp = parts.storageUp;
     // Runtime services join the directory before anything starts: a paused one never delivers or reads.
@@ -178,11 +182,12 @@ interface AssembleInput {
   life: Lifecycle;
   url: string;
   state: { ready: boolean; stopping: boolean };
+  admission: Admission;
 }
 
 /** The features, built from the configuration; each component joins `life` as soon as it exists. */
 async function assemble(input: AssembleInput) {
-  const { config, options, logger, registry, log, life } = input;
+  const { config, options, logger, registry, log, life, admission } = input;
   const publicUrl = config.server.publicUrl ?? input.url;
   // One guard for runtime-registered services: checked at registration, and pinned at every connect.
   const registryGuard = new SsrfGuard({
@@ -240,7 +245,7 @@ async function assemble(input: AssembleInput) {
   // One live tail feeds every push transport; it follows the correlation aliases the dispatcher learns.
   const tail = life.add(new LiveTail({ source: log, logger }));
   commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
-  const sse = sseBridge({ config: config.sse, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
+  const sse = sseBridge({ config: config.sse, streams: admission.streams, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
   life.add(sse.hub);
   const mcp = config.mcp.enabled ? mcpBridge({
     config: config.mcp,
@@ -256,15 +261,18 @@ async function assemble(input: AssembleInput) {
       tail,
     },
     aliases: commands.aliases,
+    admission,
     serverVersion: GATEWAY_VERSION,
     metrics: mcpMetrics(registry),
     logger,
   }) : undefined;
   if (mcp) life.add(mcp.sessions);
-  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks }) : undefined;
+  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks, admission }) : undefined;
   grpc = config.grpc && life.add(new GrpcBridge({
     config: config.grpc,
-    authenticate: createAuthenticator(config.auth),
+    admission,
+    maxMessageBytes: config.server.bodyLimitBytes,
+    maxJsonDepth: config.server.maxJsonDepth,
     tail,
     log,
     events: config.events,
@@ -324,14 +332,14 @@ async function assemble(input: AssembleInput) {
 /** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */
 async function a2aFront(input: {
   config: GatewayConfig; publicUrl: string; commands: CommandPath; tail: LiveTail; registry: Registry; logger: Logger; life: Lifecycle;
-  webhooks: WebhookBridge;
+  webhooks: WebhookBridge; admission: Admission;
 }) {
   const { config, commands, life } = input;
   const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: input.publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail: input.tail,
-    taskStore, metrics: a2aMetrics(input.registry), logger: input.logger.child({ component: 'a2a' }),
+    taskStore, metrics: a2aMetrics(input.registry), admission: input.admission, logger: input.logger.child({ component: 'a2a' }),
     post: (url, headers, body, signal) => input.webhooks.client.post(url, headers, body, signal),
   });
   life.add(bridge.executor);

@@ -37,6 +37,11 @@ export const errorStatus = {
   TOO_MANY_SUBSCRIPTIONS: 429,
   /** `mcp.maxSessions` MCP sessions are open: a new one is refused until one ends (DELETE or idle expiry). */
   TOO_MANY_SESSIONS: 503,
+  /**
+   * A per-principal quota is used up (MCP sessions, A2A tasks, push-notification configs, pending
+   * push notifications); `details.limit` names the config key, `details.max` its value.
+   */
+  QUOTA_EXCEEDED: 429,
   /** The identity provider (`auth.oauth2`: discovery, keys, introspection) cannot be reached, so a token cannot be checked yet. */
   IDENTITY_PROVIDER_UNAVAILABLE: 503,
 } as const;

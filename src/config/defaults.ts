@@ -69,3 +69,11 @@ export function strings(value: unknown): string[] {
 export function schedule(value: unknown, fallback: string[]): number[] {
   return (Array.isArray(value) ? value : fallback).map((entry) => parseDuration(String(entry)));
 }
+
+/**
+ * The default of a per-principal cap: `preferred`, but never more than half of the matching
+ * global cap (at least 1), so one caller never takes a whole shared pool (DESIGN.md, Conventions).
+ */
+export function perPrincipalDefault(globalMax: number, preferred: number): number {
+  return Math.max(1, Math.min(preferred, Math.floor(globalMax / 2)));
+}

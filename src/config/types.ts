@@ -31,7 +31,13 @@ export interface GatewayConfig {
     /** A task is forgotten this long after its last update, in ms; default 24h. */
     taskTtlMs: number;
   };
-  mcp: { enabled: boolean; maxSessions: number; idleTimeoutMs: number };
+  mcp: {
+    enabled: boolean;
+    maxSessions: number;
+    /** Sessions one principal may hold; default half of `maxSessions`. */
+    maxSessionsPerPrincipal: number;
+    idleTimeoutMs: number;
+  };
   /** The operator console: a static page that talks to the public API with the caller's key. */
   console: {
     /** Serve it; default true (false: its path answers 404). */

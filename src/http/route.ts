@@ -4,15 +4,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Scope } from '../config/types.ts';
+import type { Principal } from '../edge/credentials.ts';
+import type { Operation } from '../edge/operations.ts';
+
+export type { Principal } from '../edge/credentials.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** The authenticated caller. `anonymous` with every scope when `auth.type` is `none`. */
-export interface Principal {
-  id: string;
-  scopes: ReadonlySet<Scope>;
-}
 
 export interface RequestContext {
   req: IncomingMessage;
@@ -42,17 +39,15 @@ export interface Route {
   method: Method;
   /** find-my-way pattern, e.g. `/services/:id/events`. Also the `route` label of metrics. */
   path: string;
-  /** Scope needed; default `read` for GET and `write` otherwise (DESIGN.md, Conventions: Scopes). */
-  scope?: Scope;
+  /**
+   * What the route does, in the one table of operations and scopes (`edge/operations.ts`); default
+   * `http.read` for GET and `http.write` otherwise (DESIGN.md, Conventions: Scopes).
+   */
+  operation?: Operation;
   /** No credentials needed (discovery, health, schemas, spec pages). */
   public?: boolean;
   /** Still answered while the gateway shuts down (health and readiness); every other route then answers 503 `NOT_READY`. */
   duringShutdown?: boolean;
   /** Returns a reply, or `undefined` when it wrote the response itself (streams, pass-through). */
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
-}
-
-/** The default scope of a method. */
-export function defaultScope(method: Method): Scope {
-  return method === 'GET' ? 'read' : 'write';
 }

@@ -18,17 +18,19 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isProtoError, ProtoError } from '../errors.ts';
 import type { HttpMetrics } from '../metrics/http.ts';
-import { requireScope, type Authenticator } from './auth.ts';
+import type { Admission } from '../edge/admission.ts';
+import { httpOperation } from '../edge/operations.ts';
 import { readJson, type BodyLimits } from './body.ts';
 import type { Cors } from './cors.ts';
 import { sendError, sendReply } from './respond.ts';
-import { defaultScope, type Principal, type RequestContext } from './route.ts';
+import type { Principal, RequestContext } from './route.ts';
 import type { Router } from './router.ts';
 import { requestIdOf, traceparentOf } from './trace.ts';
 
 export interface HttpServerOptions {
   router: Router;
-  authenticate: Authenticator;
+  /** The one admission path: caller, scope of the route's operation. */
+  admission: Admission;
   cors: Cors;
   limits: BodyLimits;
   logger: Logger;
@@ -156,8 +158,9 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
     routeLabel = match.route.path;
     if (state.refusing && !match.route.duringShutdown) throw notReady('the gateway is shutting down');
     admit(state, res);
-    const principal = match.route.public ? anonymousCaller() : options.authenticate(req, url.searchParams);
-    if (!match.route.public) requireScope(principal, match.route.scope ?? defaultScope(match.route.method));
+    const principal = match.route.public
+      ? anonymousCaller()
+      : await options.admission.admit(match.route.operation ?? httpOperation(match.route.method), { headers: req.headers, query: url.searchParams });
     const ctx: RequestContext = {
       req,
       res,

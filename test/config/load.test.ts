@@ -125,7 +125,7 @@ describe('defaults', () => {
     });
     expect(config.registry).toEqual({ allowNetworks: [] });
     expect(config.a2a).toMatchObject({ enabled: true, settleMs: 2000, timeoutMs: 60_000, name: 'proto-gateway', maxTasks: 10_000, taskTtlMs: 86_400_000 });
-    expect(config.mcp).toEqual({ enabled: true, maxSessions: 1000, idleTimeoutMs: 1_800_000 });
+    expect(config.mcp).toEqual({ enabled: true, maxSessions: 1000, maxSessionsPerPrincipal: 500, idleTimeoutMs: 1_800_000 });
     expect(config.console).toEqual({ enabled: true, path: '/console' });
     expect(config.grpc).toBeUndefined();
     expect(config.backends).toEqual([]);

@@ -2,7 +2,8 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AuthConfig } from '../../src/config/types.ts';
-import { createAuthenticator } from '../../src/http/auth.ts';
+import { Admission } from '../../src/edge/admission.ts';
+import { NO_ADMISSION_METRICS } from '../../src/metrics/admission.ts';
 import { createCors } from '../../src/http/cors.ts';
 import type { Route } from '../../src/http/route.ts';
 import { Router } from '../../src/http/router.ts';
@@ -26,7 +27,10 @@ async function core(routes: Route[] = []) {
   const echo: Route = { method: 'POST', path: '/echo', handle: async (ctx) => ({ status: 200, body: { got: await ctx.json(), by: ctx.principal.id } }) };
   const http = createHttpServer({
     router: new Router().add([echo, ...routes]),
-    authenticate: createAuthenticator(auth),
+    admission: new Admission({
+      config: { auth, sse: { maxConnections: 10, maxConnectionsPerPrincipal: 5 } as never, mcp: { maxSessions: 10, maxSessionsPerPrincipal: 5 } as never },
+      metrics: NO_ADMISSION_METRICS,
+    }),
     cors: createCors(['https://app.example'], auth.header),
     limits: { maxBytes: 1024, maxDepth: 4 },
     logger: pino({ level: 'silent' }),

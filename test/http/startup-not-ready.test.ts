@@ -7,7 +7,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway } from '../../src/app.ts';
-import { parseConfig } from '../../src/config/load.ts';
+import { parseConfig } from '../../src/gateway-config.ts';
 import { closeAll, eventually, freePort, getJson, tempDir, track } from '../support/gateway.ts';
 
 afterEach(closeAll);

@@ -4,6 +4,11 @@
  * gateway's own HTTP server, streaming answers SSE-framed. The SDK's `DefaultRequestHandler` runs
  * the A2A methods (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask,
  * SubscribeToTask) over the command executor and a bounded, expiring task store.
+ *
+ * Admission: the endpoint needs `read`; each JSON-RPC method is then checked against the operations
+ * table of `edge/` (SendMessage, SendStreamingMessage and push-config creation need `write`), a
+ * refusal being the same 403 `FORBIDDEN` error body as on any route. A streaming answer holds a slot
+ * of the shared stream pool while it is open.
  */
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
 import { DefaultRequestHandler, InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
@@ -11,6 +16,8 @@ import type { Logger } from 'pino';
 import type { CommandCatalogue, CommandEntry } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { BackendConfig, GatewayConfig } from '../../config/types.ts';
+import type { Admission } from '../../edge/admission.ts';
+import { a2aOperation } from '../../edge/operations.ts';
 import type { Reply, RequestContext, Route } from '../../http/route.ts';
 import type { AliasSource } from '../live-tail/aliases.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
@@ -31,6 +38,7 @@ export interface A2aBridgeOptions {
   tail: LiveTail;
   taskStore: TaskStore;
   metrics: A2aMetrics;
+  admission: Admission;
   /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
   post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
   logger: Logger;
@@ -81,14 +89,18 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   const transport = new JsonRpcTransportHandler(handler);
   const routes: Route[] = [
     { method: 'GET', path: `/${AGENT_CARD_PATH}`, public: true, handle: () => ({ status: 200, body: agentCardJson(card()) }) },
-    { method: 'POST', path: `/${A2A_ENDPOINT_PATH}`, scope: 'read', handle: (ctx) => answer(ctx, transport, handler) },
+    { method: 'POST', path: `/${A2A_ENDPOINT_PATH}`, operation: 'a2a.endpoint', handle: (ctx) => answer(ctx, transport, handler, options.admission) },
   ];
   return { routes, executor, pushSender, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
 }
 
 /** Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. */
-async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: DefaultRequestHandler): Promise<Reply | undefined> {
+async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: DefaultRequestHandler, admission: Admission): Promise<Reply | undefined> {
   const body = await ctx.json();
+  const method = typeof body === 'object' && body !== null ? (body as { method?: unknown }).method : undefined;
+  const operation = a2aOperation(method);
+  // An unknown method has no row: the SDK answers it "method not found".
+  if (operation) admission.authorize(ctx.principal, operation);
   const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
   const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
   const id = typeof body === 'object' && body !== null && 'id' in body ? (body as { id: unknown }).id : null;
@@ -99,7 +111,19 @@ async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, h
   }
   const result = await transport.handle(body as Record<string, unknown>, context);
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
-  await writeStream(ctx, result, id);
+  let slot;
+  try {
+    slot = admission.streams.take(ctx.principal);
+  } catch (err) {
+    // Nothing runs for a refused stream: the generator is closed before its first step.
+    await result.return(undefined);
+    throw err;
+  }
+  try {
+    await writeStream(ctx, result, id);
+  } finally {
+    slot.release();
+  }
   return undefined;
 }
 

@@ -8,12 +8,16 @@
  *   `sse.maxBufferedBytes`, beyond which the stream ends `RESOURCE_EXHAUSTED` (resume with
  *   `last_event_id`). Cancel and deadline detach the subscription at once.
  * - `ListEvents` is `GET /events`; `SubmitCommand` goes through the one command pipeline.
- * - Credentials in metadata, scopes as on HTTP (`read` for the event RPCs, `write` for commands).
+ * - Credentials in metadata, admitted by the one admission path (`edge/`): scopes from its table
+ *   (`read` for the event RPCs, `write` for commands); a `Subscribe` holds a slot of the shared
+ *   stream pool (`sse.maxConnections`, `sse.maxConnectionsPerPrincipal`: `RESOURCE_EXHAUSTED`).
+ * - Sizes as on HTTP: a message over `server.bodyLimit` is refused by grpc-js before it is decoded
+ *   (`RESOURCE_EXHAUSTED`); `SubmitCommand`'s JSON `text_data` deeper than `server.maxJsonDepth` is
+ *   `INVALID_ARGUMENT` (`INVALID_JSON`).
  * - The standard health service (`grpc.health.v1`) and server reflection are served beside it.
  * - `close()` (shutdown): health turns NOT_SERVING, open streams end `UNAVAILABLE` ("gateway
  *   shutting down"), calls in flight get until the deadline, then the server is forced down.
  */
-import type { IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -23,8 +27,11 @@ import type { Logger } from 'pino';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { EventsConfig, GatewayConfig } from '../../config/types.ts';
 import { ProtoError } from '../../errors.ts';
-import { requireScope, type Authenticator } from '../../http/auth.ts';
-import type { Principal } from '../../http/route.ts';
+import { presentedOfMetadata, type Admission } from '../../edge/admission.ts';
+import type { Principal } from '../../edge/credentials.ts';
+import type { Operation } from '../../edge/operations.ts';
+import type { Slot } from '../../edge/quota.ts';
+import { jsonDepth } from '../../http/body.ts';
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory } from '../../log/history.ts';
 import type { GrpcMetrics } from '../../metrics/grpc.ts';
@@ -50,7 +57,11 @@ const PROTO_ENCODING: TailEncoding<ProtoCloudEvent> = {
 /** What the bridge is built from, at boot. */
 export interface GrpcBridgeOptions {
   config: NonNullable<GatewayConfig['grpc']>;
-  authenticate: Authenticator;
+  admission: Admission;
+  /** Largest message received, in bytes (`server.bodyLimit`). */
+  maxMessageBytes: number;
+  /** `server.maxJsonDepth`: the deepest JSON `text_data` of a command. */
+  maxJsonDepth: number;
   tail: LiveTail;
   log: EventLog;
   events: EventsConfig;
@@ -84,7 +95,7 @@ interface ListEventsRequest {
 /** The gRPC server of the gateway. A component: `start()` binds, `close()` drains. */
 export class GrpcBridge {
   readonly #o: GrpcBridgeOptions;
-  readonly #server = new grpc.Server();
+  readonly #server: grpc.Server;
   readonly #health = new HealthImplementation({ '': 'NOT_SERVING', [EVENT_GATEWAY_SERVICE]: 'NOT_SERVING' });
   readonly #streams = new Set<GrpcStreamWriter>();
   #port = 0;
@@ -92,12 +103,19 @@ export class GrpcBridge {
 
   constructor(options: GrpcBridgeOptions) {
     this.#o = options;
+    this.#server = new grpc.Server({ 'grpc.max_receive_message_length': options.maxMessageBytes });
     const definition = protoLoader.loadSync(['gateway.proto'], { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true });
     const service = (grpc.loadPackageDefinition(definition) as any).proto.gateway.v1.EventGateway.service as grpc.ServiceDefinition;
     this.#server.addService(service, {
-      Subscribe: (call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>) => void this.#subscribe(call),
-      ListEvents: this.#unary('ListEvents', 'read', (request: ListEventsRequest) => this.#listEvents(request)),
-      SubmitCommand: this.#unary('SubmitCommand', 'write', (request: ProtoCloudEvent, principal) => this.#submit(request, principal)),
+      // A failure after admission (reading the aliases) ends this call, never the process.
+      Subscribe: (call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>) => void this.#subscribe(call).catch((err: unknown) => {
+        const error = grpcError(err);
+        this.#o.logger.warn({ err }, 'grpc subscribe failed');
+        this.#o.metrics.rpc('Subscribe', statusName(error.code!));
+        if (!call.cancelled && !call.destroyed) call.emit('error', error);
+      }),
+      ListEvents: this.#unary('ListEvents', 'grpc.ListEvents', (request: ListEventsRequest) => this.#listEvents(request)),
+      SubmitCommand: this.#unary('SubmitCommand', 'grpc.SubmitCommand', (request: ProtoCloudEvent, principal) => this.#submit(request, principal)),
     });
     this.#health.addToServer(this.#server);
     new ReflectionService(definition).addToServer(this.#server);
@@ -142,20 +160,16 @@ export class GrpcBridge {
     });
   }
 
-  /** The principal of a call's metadata, holding `scope`; throws UNAUTHENTICATED / FORBIDDEN. */
-  #principal(metadata: grpc.Metadata, scope: 'read' | 'write'): Principal {
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(metadata.getMap())) if (typeof value === 'string') headers[name] = value;
-    const principal = this.#o.authenticate({ headers } as unknown as IncomingMessage, new URLSearchParams());
-    requireScope(principal, scope);
-    return principal;
+  /** The principal of a call's metadata, admitted for `operation`; throws UNAUTHENTICATED / FORBIDDEN. */
+  #principal(metadata: grpc.Metadata, operation: Operation): Promise<Principal> {
+    return this.#o.admission.admit(operation, presentedOfMetadata(metadata.getMap()));
   }
 
   /** A unary handler: authenticated, errors mapped to gRPC statuses, counted. */
-  #unary<Req, Res>(method: string, scope: 'read' | 'write', handle: (request: Req, principal: Principal) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
+  #unary<Req, Res>(method: string, operation: Operation, handle: (request: Req, principal: Principal) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
-      Promise.resolve()
-        .then(() => handle(call.request, this.#principal(call.metadata, scope)))
+      this.#principal(call.metadata, operation)
+        .then((principal) => handle(call.request, principal))
         .then(
           (response) => {
             this.#o.metrics.rpc(method, 'OK');
@@ -183,6 +197,10 @@ export class GrpcBridge {
 
   async #submit(request: ProtoCloudEvent, principal: Principal): Promise<{ id: string }> {
     let envelope: Record<string, unknown>;
+    const { maxJsonDepth } = this.#o;
+    if (typeof request.text_data === 'string' && jsonDepth(request.text_data) > maxJsonDepth) {
+      throw new ProtoError('INVALID_JSON', `JSON nesting depth exceeds the limit of ${maxJsonDepth}`, { maxDepth: maxJsonDepth });
+    }
     try {
       envelope = fromProtoEvent(request);
     } catch {
@@ -194,23 +212,33 @@ export class GrpcBridge {
 
   async #subscribe(call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>): Promise<void> {
     const { metrics } = this.#o;
+    let slot: Slot;
     try {
-      this.#principal(call.metadata, 'read');
+      const principal = await this.#principal(call.metadata, 'grpc.Subscribe');
       if (this.#closing || this.#o.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
+      slot = this.#o.admission.streams.take(principal);
     } catch (err) {
       const error = grpcError(err);
       metrics.rpc('Subscribe', statusName(error.code!));
       call.emit('error', error);
       return;
     }
-    const { filter, aliasesFor } = await followAliases(eventFilter(call.request), this.#o.aliases);
+    const { filter, aliasesFor } = await followAliases(eventFilter(call.request), this.#o.aliases).catch((err: unknown) => {
+      slot.release();
+      throw err;
+    });
     // Cancelled (or shut down) while the aliases were read: nothing to attach.
-    if (call.cancelled || call.destroyed) return metrics.rpc('Subscribe', 'CANCELLED');
+    if (call.cancelled || call.destroyed) {
+      slot.release();
+      return metrics.rpc('Subscribe', 'CANCELLED');
+    }
     if (this.#closing) {
+      slot.release();
       metrics.rpc('Subscribe', 'UNAVAILABLE');
       return void call.emit('error', endStatus('shutdown'));
     }
     const writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
+      slot.release();
       this.#streams.delete(writer);
       attachment.detach();
       metrics.streams(-1);

@@ -3,11 +3,15 @@
  * routes of `{publicUrl}mcp` (POST for JSON-RPC messages, GET for the session's notification
  * stream, DELETE to end it). Every request is authenticated by the gateway's authenticator like
  * any route (API key header or `Authorization: Bearer`); tool scopes are checked per tool (`read`
- * for the route, `write` for sending commands). Absent or disabled `mcp` section = no routes.
+ * for the route, `write` for sending commands) against the operations table of `edge/`. Sessions
+ * take slots of the admission path's session pool, each session stream (GET) a slot of the shared
+ * stream pool. JSON bodies are read within `server.bodyLimit` and `server.maxJsonDepth`.
+ * Absent or disabled `mcp` section = no routes.
  */
 import type { Logger } from 'pino';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { GatewayConfig } from '../../config/types.ts';
+import type { Admission } from '../../edge/admission.ts';
 import { ProtoError } from '../../errors.ts';
 import type { RequestContext, Route } from '../../http/route.ts';
 import type { McpMetrics } from '../../metrics/mcp.ts';
@@ -21,7 +25,8 @@ export const MCP_PATH = '/mcp';
 /** What the bridge is built from. */
 export interface McpBridgeOptions {
   config: GatewayConfig['mcp'];
-  surface: Omit<ToolSurface, 'metrics'>;
+  surface: Omit<ToolSurface, 'metrics' | 'admission'>;
+  admission: Admission;
   aliases: AliasSource;
   serverVersion: string;
   metrics: McpMetrics;
@@ -38,10 +43,10 @@ export interface McpBridge {
 export function mcpBridge(options: McpBridgeOptions): McpBridge {
   const { metrics } = options;
   const sessions = new McpSessions({
-    maxSessions: options.config.maxSessions,
+    pool: options.admission.mcpSessions,
     idleTimeoutMs: options.config.idleTimeoutMs,
     serverVersion: options.serverVersion,
-    runTool: createToolRunner({ ...options.surface, metrics }),
+    runTool: createToolRunner({ ...options.surface, metrics, admission: options.admission }),
     tail: options.surface.tail,
     aliases: options.aliases,
     metrics,
@@ -58,7 +63,6 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
   const post = async (ctx: RequestContext): Promise<undefined> => {
     const body = await ctx.json();
     if (ctx.req.headers['mcp-session-id'] === undefined && isInitializeRequest(body)) {
-      if (!sessions.hasRoom()) throw new ProtoError('TOO_MANY_SESSIONS', `${options.config.maxSessions} MCP sessions are open; try again later`);
       await sessions.open(ctx.principal, ctx.req, ctx.res, body);
       return undefined;
     }
@@ -67,8 +71,12 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
   };
   const listen = async (ctx: RequestContext): Promise<undefined> => {
     const session = existing(ctx);
+    const slot = options.admission.streams.take(ctx.principal);
     metrics.pushStream(1);
-    ctx.res.once('close', () => metrics.pushStream(-1));
+    ctx.res.once('close', () => {
+      slot.release();
+      metrics.pushStream(-1);
+    });
     await session.transport.handleRequest(ctx.req, ctx.res);
     return undefined;
   };
@@ -81,9 +89,9 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
   return {
     sessions,
     routes: [
-      { method: 'POST', path: MCP_PATH, scope: 'read', handle: post },
-      { method: 'GET', path: MCP_PATH, scope: 'read', handle: listen },
-      { method: 'DELETE', path: MCP_PATH, scope: 'read', handle: remove },
+      { method: 'POST', path: MCP_PATH, operation: 'mcp.session', handle: post },
+      { method: 'GET', path: MCP_PATH, operation: 'mcp.session', handle: listen },
+      { method: 'DELETE', path: MCP_PATH, operation: 'mcp.session', handle: remove },
     ],
   };
 }

@@ -1,7 +1,9 @@
 /**
  * The MCP sessions of `{publicUrl}mcp` (Streamable HTTP, @modelcontextprotocol/sdk): one SDK
- * `Server` and transport per client session, bound to the principal that opened it. Bounded:
- * at most `mcp.maxSessions` (a new one is then 503 `TOO_MANY_SESSIONS`); a session without a
+ * `Server` and transport per client session, bound to the principal that opened it. Bounded by the
+ * admission path's session pool: at most `mcp.maxSessions` (a new one is then 503
+ * `TOO_MANY_SESSIONS`) and `mcp.maxSessionsPerPrincipal` per caller (429 `QUOTA_EXCEEDED`, so one
+ * key never takes every session); a session without a
  * request for `mcp.idleTimeout` is closed; DELETE ends one. Each session follows the commands it
  * sent (at most `MAX_FOLLOWS_PER_SESSION`, the oldest dropped beyond) and pushes their events to
  * its own notification stream only, as `notifications/proto/event`. A component: `drain()` and
@@ -13,7 +15,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import type { Principal } from '../../http/route.ts';
+import type { Principal } from '../../edge/credentials.ts';
+import type { QuotaPool } from '../../edge/quota.ts';
+import { ProtoError } from '../../errors.ts';
 import type { CloudEvent } from '../../log/EventLog.ts';
 import type { McpMetrics } from '../../metrics/mcp.ts';
 import type { AliasSource } from '../live-tail/aliases.ts';
@@ -34,7 +38,8 @@ const INSTRUCTIONS =
 
 /** What the session table is built from. */
 export interface McpSessionsOptions {
-  maxSessions: number;
+  /** The session pool of the admission path (`mcp.maxSessions`, `mcp.maxSessionsPerPrincipal`). */
+  pool: QuotaPool;
   /** ms without a request after which a session is closed. */
   idleTimeoutMs: number;
   serverVersion: string;
@@ -98,8 +103,6 @@ class McpSession implements ToolSession {
 export class McpSessions {
   readonly #options: McpSessionsOptions;
   readonly #sessions = new Map<string, McpSession>();
-  /** Sessions created but not yet initialized (counted against the bound too). */
-  #pending = 0;
   #sweeper: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -120,18 +123,17 @@ export class McpSessions {
     this.#sweeper.unref();
   }
 
-  /** True when one more session may open. */
-  hasRoom(): boolean {
-    return !this.#closed && this.#sessions.size + this.#pending < this.#options.maxSessions;
-  }
-
-  /** Opens a session for `principal` and lets it answer the `initialize` request. */
+  /**
+   * Opens a session for `principal` and lets it answer the `initialize` request. A slot of the
+   * session pool is taken first (throws its refusal before anything is written; a session being
+   * initialized counts too) and released when the session ends.
+   */
   async open(principal: Principal, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-    this.#pending++;
+    if (this.#closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
+    const slot = this.#options.pool.take(principal);
     let counted = false;
     const session = new McpSession(principal, this.#options, (id) => {
       counted = true;
-      this.#pending--;
       this.#sessions.set(id, session);
       this.#options.metrics.opened();
     });
@@ -141,6 +143,7 @@ export class McpSessions {
         this.#sessions.delete(id);
         this.#options.metrics.closed();
       }
+      slot.release();
       void session.close();
     };
     try {
@@ -148,7 +151,7 @@ export class McpSessions {
       await session.transport.handleRequest(req, res, body);
     } finally {
       if (!counted) {
-        this.#pending--;
+        slot.release();
         await session.close();
       }
     }

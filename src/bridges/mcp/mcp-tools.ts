@@ -11,9 +11,9 @@ import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { QueryCatalogue } from '../../catalogue/query-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import { errorStatus, isProtoError, ProtoError, type ErrorCode } from '../../errors.ts';
-import { requireScope } from '../../http/auth.ts';
 import type { Principal } from '../../http/route.ts';
 import { newTraceparent } from '../../http/trace.ts';
+import type { Admission } from '../../edge/admission.ts';
 import type { CloudEvent, EventFilter } from '../../log/EventLog.ts';
 import type { EventList } from '../../log/history.ts';
 import type { PublicManifest } from '../../manifest/public-manifest.ts';
@@ -38,6 +38,8 @@ export interface ToolSurface {
   manifest: PublicManifest;
   tail: LiveTail;
   metrics: McpMetrics;
+  /** The admission path: tools that write are checked against the operations table. */
+  admission: Pick<Admission, 'authorize'>;
 }
 
 /** The session a tool runs in: its caller, and how it follows (and pushes) a command's events. */
@@ -83,7 +85,10 @@ export function createToolRunner(surface: ToolSurface): ToolRunner {
 
 function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
   const { commands, queries, events } = surface;
-  const send = (args: Args, session: ToolSession) => sendCommand(commands.ingestion, args, session);
+  const send = (args: Args, session: ToolSession) => {
+    surface.admission.authorize(session.principal, 'mcp.send_command');
+    return sendCommand(commands.ingestion, args, session);
+  };
   return new Map<ToolName, Tool>([
     ['get_command_catalogue', async () => ({ commands: commands.catalogue.list() })],
     ['get_command_schema', async (a) => commands.catalogue.schemaDocument(String(a.schema), String(a.version))],
@@ -113,7 +118,6 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
 
 /** Builds the envelope the public MCP client builds and runs it through the one ingestion. */
 async function sendCommand(ingestion: CommandIngestion, args: Args, session: ToolSession): Promise<{ id: string; follow: CommandFollow }> {
-  requireScope(session.principal, 'write');
   const schema = String(args.schema);
   const id = randomUUID();
   const envelope = {

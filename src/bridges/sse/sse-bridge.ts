@@ -17,11 +17,13 @@ import type { RequestContext, Route } from '../../http/route.ts';
 import { SseHub } from './sse-hub.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
 import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
-import { ANONYMOUS } from '../../http/auth.ts';
+import type { QuotaPool } from '../../edge/quota.ts';
 
 /** What the bridge is built from, at boot. */
 export interface SseBridgeOptions {
   config: SseConfig;
+  /** The stream pool of the admission path. */
+  streams: QuotaPool;
   /** The live tail the streams subscribe to. */
   tail: LiveTail;
   backends: BackendDirectory;
@@ -39,19 +41,19 @@ export interface SseBridge {
 
 /** Builds the hub and the two stream routes. */
 export function sseBridge(options: SseBridgeOptions): SseBridge {
-  const hub = new SseHub({ tail: options.tail, config: options.config, metrics: options.metrics, logger: options.logger });
+  const hub = new SseHub({ tail: options.tail, config: options.config, streams: options.streams, metrics: options.metrics, logger: options.logger });
   const stream = async (ctx: RequestContext, backend?: string): Promise<undefined> => {
     if (ctx.req.method === 'HEAD') return void headOnly(ctx);
     const { filter, aliasesFor } = await followAliases(streamFilter(ctx.query, backend), options.correlationAliases);
-    hub.open({ res: ctx.res, principal: ctx.principal === ANONYMOUS ? undefined : ctx.principal.id, filter, lastEventId: lastEventIdOf(ctx), aliasesFor });
+    hub.open({ res: ctx.res, principal: ctx.principal, filter, lastEventId: lastEventIdOf(ctx), aliasesFor });
     return undefined;
   };
   const service = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
   return {
     hub,
     routes: [
-      { method: 'GET', path: '/events/stream', handle: (ctx) => stream(ctx) },
-      { method: 'GET', path: '/services/:id/events/stream', handle: (ctx) => stream(ctx, service(ctx)) },
+      { method: 'GET', path: '/events/stream', operation: 'sse.subscribe', handle: (ctx) => stream(ctx) },
+      { method: 'GET', path: '/services/:id/events/stream', operation: 'sse.subscribe', handle: (ctx) => stream(ctx, service(ctx)) },
     ],
   };
 }

@@ -3,14 +3,16 @@
  * reach the streams through the live tail (`bridges/live-tail/`), which computes each event's
  * filter keys and SSE frame once per append, not once per stream.
  *
- * Limits (`sse.maxConnections` overall, `sse.maxConnectionsPerPrincipal` per authenticated caller;
- * without authentication every client is the same anonymous caller, so only the overall limit
- * applies) are checked before any byte of the stream is written, so a refusal is a plain 429
- * `TOO_MANY_STREAMS` with the error body.
+ * Limits: every stream holds a slot of the admission path's stream pool (`sse.maxConnections`
+ * overall, `sse.maxConnectionsPerPrincipal` per caller, shared with gRPC, MCP and A2A streams),
+ * taken before any byte of the stream is written, so a refusal is a plain 429 `TOO_MANY_STREAMS`
+ * with the error body.
  */
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { SseConfig } from '../../config/types.ts';
+import type { Principal } from '../../edge/credentials.ts';
+import type { QuotaPool, Slot } from '../../edge/quota.ts';
 import { ProtoError } from '../../errors.ts';
 import type { EventFilter } from '../../log/EventLog.ts';
 import type { SseMetrics } from '../../metrics/sse.ts';
@@ -27,6 +29,8 @@ export interface SseHubOptions {
   /** The live tail every stream subscribes to. */
   tail: LiveTail;
   config: SseConfig;
+  /** The stream pool of the admission path (shared by every push transport). */
+  streams: QuotaPool;
   metrics: SseMetrics;
   logger: Logger;
 }
@@ -34,8 +38,8 @@ export interface SseHubOptions {
 /** A request for a stream, as the HTTP route has parsed it. */
 export interface StreamRequest {
   res: ServerResponse;
-  /** The principal id the per-principal limit counts against; undefined = an unauthenticated caller (no per-caller limit). */
-  principal?: string;
+  /** The caller, whose stream quota the stream counts against. */
+  principal: Principal;
   filter: EventFilter;
   /** From `Last-Event-ID` or `lastEventId`: replay the events after it. */
   lastEventId?: string;
@@ -45,7 +49,7 @@ export interface StreamRequest {
 
 /** One open stream in the registry. */
 interface OpenStream {
-  principal?: string;
+  slot: Slot;
   connection: SseConnection;
 }
 
@@ -53,7 +57,6 @@ interface OpenStream {
 export class SseHub {
   readonly #options: SseHubOptions;
   readonly #streams = new Set<OpenStream>();
-  readonly #perPrincipal = new Map<string, number>();
   #closed = false;
 
   /** A hub with no streams. */
@@ -72,9 +75,9 @@ export class SseHub {
    * the headers; the tail replays in the background when a `lastEventId` is given.
    */
   open(request: StreamRequest): void {
-    this.#admit(request.principal);
+    const slot = this.#admit(request.principal);
     const { config, metrics, tail } = this.#options;
-    const stream: OpenStream = { principal: request.principal } as OpenStream;
+    const stream: OpenStream = { slot } as OpenStream;
     let detach = (): void => {};
     stream.connection = new SseConnection(request.res, {
       keepaliveMs: config.keepaliveMs,
@@ -110,35 +113,19 @@ export class SseHub {
     for (const stream of [...this.#streams]) stream.connection.close('shutdown');
   }
 
-  #admit(principal: string | undefined): void {
-    const { maxConnections, maxConnectionsPerPrincipal } = this.#options.config;
+  #admit(principal: Principal): Slot {
     if (this.#closed || this.#options.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
-    if (this.#streams.size >= maxConnections) {
-      throw new ProtoError('TOO_MANY_STREAMS', `the gateway serves at most ${maxConnections} streams`, { limit: 'maxConnections', max: maxConnections });
-    }
-    if (principal !== undefined && (this.#perPrincipal.get(principal) ?? 0) >= maxConnectionsPerPrincipal) {
-      throw new ProtoError('TOO_MANY_STREAMS', `at most ${maxConnectionsPerPrincipal} streams per caller`, {
-        limit: 'maxConnectionsPerPrincipal',
-        max: maxConnectionsPerPrincipal,
-      });
-    }
+    return this.#options.streams.take(principal);
   }
 
   #register(stream: OpenStream): void {
     this.#streams.add(stream);
-    if (stream.principal !== undefined) this.#perPrincipal.set(stream.principal, (this.#perPrincipal.get(stream.principal) ?? 0) + 1);
     this.#options.metrics.opened();
-  }
-
-  #releasePrincipal(principal: string): void {
-    const held = (this.#perPrincipal.get(principal) ?? 1) - 1;
-    if (held > 0) this.#perPrincipal.set(principal, held);
-    else this.#perPrincipal.delete(principal);
   }
 
   #release(stream: OpenStream, reason: CloseReason): void {
     if (!this.#streams.delete(stream)) return;
-    if (stream.principal !== undefined) this.#releasePrincipal(stream.principal);
+    stream.slot.release();
     this.#options.metrics.closed();
     if (reason === 'slow') this.#options.metrics.slowConsumer();
   }

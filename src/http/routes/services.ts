@@ -18,7 +18,7 @@ export function serviceRoutes(registry: ServiceRegistry): Route[] {
     {
       method: 'POST',
       path: '/services',
-      scope: 'admin',
+      operation: 'services.manage',
       handle: async (ctx) => {
         const { created, descriptor } = await registry.register(parseRegistration(await ctx.json()));
         return { status: created ? 201 : 200, body: descriptor };
@@ -27,7 +27,7 @@ export function serviceRoutes(registry: ServiceRegistry): Route[] {
     {
       method: 'DELETE',
       path: '/services/:id',
-      scope: 'admin',
+      operation: 'services.manage',
       handle: async (ctx) => {
         await registry.remove(ctx.params.id);
         return { status: 204 };
@@ -36,7 +36,7 @@ export function serviceRoutes(registry: ServiceRegistry): Route[] {
     {
       method: 'POST',
       path: '/services/:id/pause',
-      scope: 'admin',
+      operation: 'services.manage',
       handle: async (ctx) => {
         await registry.pause(ctx.params.id);
         return { status: 204 };
@@ -45,7 +45,7 @@ export function serviceRoutes(registry: ServiceRegistry): Route[] {
     {
       method: 'POST',
       path: '/services/:id/resume',
-      scope: 'admin',
+      operation: 'services.manage',
       handle: async (ctx) => {
         await registry.resume(ctx.params.id);
         return { status: 204 };

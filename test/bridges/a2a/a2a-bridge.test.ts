@@ -217,7 +217,7 @@ describe('A2A endpoint input', () => {
 });
 
 describe('A2A scopes', () => {
-  it('a key with read only can read tasks but its command is REJECTED (FORBIDDEN) without reaching the backend', async () => {
+  it('a key with read only is refused SendMessage with 403 FORBIDDEN: no task is stored and nothing reaches the backend', async () => {
     const { SendMessageRequest } = await import('@a2a-js/sdk');
     const { gw, orders } = await gatewayWithClient('auth: { type: apiKey, keys: [{ id: reader, key: r1, scopes: [read] }] }\n');
     const params = SendMessageRequest.toJSON(commandRequest({ type: 'PlaceOrder', data: { sku: 'widget', qty: 1 } }));
@@ -226,10 +226,16 @@ describe('A2A scopes', () => {
       headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'x-api-key': 'r1' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params }),
     });
-    expect(status).toBe(200);
-    expect(JSON.stringify(body.result)).toContain('TASK_STATE_REJECTED');
-    expect(JSON.stringify(body.result)).toContain('FORBIDDEN');
+    expect(status).toBe(403);
+    expect(body.error).toMatchObject({ code: 'FORBIDDEN', details: { scope: 'write' } });
     expect([...orders.orders.values()].filter((o) => o.requestId !== undefined)).toEqual([]);
+    const listed = await getJson(`${gw.url}a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'x-api-key': 'r1' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ListTasks', params: {} }),
+    });
+    expect(listed.status).toBe(200);
+    expect(listed.body.result.tasks ?? []).toEqual([]);
   });
 });
 

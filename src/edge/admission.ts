@@ -1,0 +1,102 @@
+/**
+ * The one admission path (DESIGN.md, Conventions: order of checks). Every transport (HTTP routes,
+ * pass-through, SSE, gRPC, MCP, A2A, the console's API calls) resolves its caller, checks the
+ * operation's scope and takes its quota slots here, so a new transport cannot forget a check:
+ *
+ *   readiness (the transport) → route (the transport) → authentication 401 → scope 403
+ *   → rate limit and quota 429 → body size 413 → JSON syntax and depth 400 → the endpoint's checks
+ *
+ * Refusals are catalogued `ProtoError`s; each transport maps them to its own status (gRPC codes,
+ * JSON-RPC errors) with the catalogue code attached.
+ */
+import type { AuthConfig, GatewayConfig } from '../config/types.ts';
+import { ProtoError } from '../errors.ts';
+import type { AdmissionMetrics } from '../metrics/admission.ts';
+import { ANONYMOUS, apiKeyVerifier, challengeOf, type CredentialVerifier, type Presented, type Principal } from './credentials.ts';
+import { scopeOf, type Operation } from './operations.ts';
+import { QuotaPool } from './quota.ts';
+
+/** What the admission path is built from, once per configuration. */
+export interface AdmissionOptions {
+  config: Pick<GatewayConfig, 'auth' | 'sse' | 'mcp'>;
+  metrics: AdmissionMetrics;
+  /** Verifiers asked after the configured keys, in order (e.g. OAuth2 bearer JWTs). */
+  verifiers?: CredentialVerifier[];
+}
+
+/** Resolves callers, checks scopes, and holds the shared quota pools. */
+export class Admission {
+  /**
+   * Open streams of every push transport: SSE, gRPC `Subscribe`, MCP session streams and A2A
+   * streaming calls share one pool, bounded by `sse.maxConnections` and
+   * `sse.maxConnectionsPerPrincipal` (429 `TOO_MANY_STREAMS`).
+   */
+  readonly streams: QuotaPool;
+  /** MCP sessions: `mcp.maxSessions` (503 `TOO_MANY_SESSIONS`) and `mcp.maxSessionsPerPrincipal` (429 `QUOTA_EXCEEDED`). */
+  readonly mcpSessions: QuotaPool;
+  readonly metrics: AdmissionMetrics;
+  readonly #auth: AuthConfig;
+  readonly #verifiers: CredentialVerifier[];
+  readonly #challenge: Record<string, string>;
+
+  constructor(options: AdmissionOptions) {
+    const { auth, sse, mcp } = options.config;
+    this.#auth = auth;
+    this.#verifiers = [apiKeyVerifier(auth), ...(options.verifiers ?? [])];
+    this.#challenge = challengeOf(auth);
+    this.metrics = options.metrics;
+    this.streams = new QuotaPool({
+      name: 'streams',
+      max: sse.maxConnections,
+      maxPerPrincipal: sse.maxConnectionsPerPrincipal,
+      keys: { max: 'maxConnections', maxPerPrincipal: 'maxConnectionsPerPrincipal' },
+      codes: { global: 'TOO_MANY_STREAMS', principal: 'TOO_MANY_STREAMS' },
+      noun: 'streams',
+    }, options.metrics);
+    this.mcpSessions = new QuotaPool({
+      name: 'mcp.sessions',
+      max: mcp.maxSessions,
+      maxPerPrincipal: mcp.maxSessionsPerPrincipal,
+      keys: { max: 'mcp.maxSessions', maxPerPrincipal: 'mcp.maxSessionsPerPrincipal' },
+      codes: { global: 'TOO_MANY_SESSIONS', principal: 'QUOTA_EXCEEDED' },
+      noun: 'MCP sessions',
+    }, options.metrics);
+  }
+
+  /** Authenticates the caller and checks that it may perform `operation` (401, then 403). */
+  async admit(operation: Operation, presented: Presented): Promise<Principal> {
+    const principal = await this.authenticate(presented);
+    this.authorize(principal, operation);
+    return principal;
+  }
+
+  /** The caller of `presented`: the first verifier that recognises a credential decides; none = 401. */
+  async authenticate(presented: Presented): Promise<Principal> {
+    if (this.#auth.type === 'none') return ANONYMOUS;
+    for (const verify of this.#verifiers) {
+      const principal = await verify(presented);
+      if (principal) return principal;
+    }
+    // No verifier took what was presented: an unknown bearer token, or nothing at all.
+    const message = presented.headers.authorization === undefined ? 'credentials are required' : 'the credentials are not valid';
+    throw new ProtoError('UNAUTHENTICATED', message, undefined, this.#challenge);
+  }
+
+  /** Throws 403 `FORBIDDEN` unless `principal` holds the scope `operation` needs. */
+  authorize(principal: Principal, operation: Operation): void {
+    const scope = scopeOf(operation);
+    if (!principal.scopes.has(scope)) throw new ProtoError('FORBIDDEN', `this operation needs the "${scope}" scope`, { scope });
+  }
+
+  /** Counts a refusal by a quota kept elsewhere (a store's count: A2A tasks, push configs). */
+  refused(quota: string, limit: 'principal' | 'global'): void {
+    this.metrics.refused(quota, limit);
+  }
+}
+
+/** Presented credentials of gRPC call metadata (string values only; binary `-bin` entries carry none). */
+export function presentedOfMetadata(map: Record<string, unknown>): Presented {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(map)) if (typeof value === 'string') headers[name] = value;
+  return { headers };
+}

@@ -1,0 +1,99 @@
+/**
+ * A quota pool: slots of something a caller holds for a while (an open stream, an MCP session),
+ * bounded overall and per principal (DESIGN.md: "a per-principal quota never lets one caller take a
+ * whole shared pool"). A caller takes a slot before the thing exists and releases it once when it
+ * ends; a refusal is a catalogued error with `details.limit` naming the key that refused it.
+ *
+ * The global bound is checked first: a full pool refuses everyone alike (its code), a pool with
+ * room refuses only the caller that holds its share.
+ *
+ * The anonymous principal of `auth.type: none` stands for every caller at once, so only the global
+ * bound applies to it.
+ */
+import { ProtoError, type ErrorCode } from '../errors.ts';
+import type { AdmissionMetrics } from '../metrics/admission.ts';
+import { ANONYMOUS, type Principal } from './credentials.ts';
+
+/** A held slot. `release()` is idempotent. */
+export interface Slot {
+  release(): void;
+}
+
+/** How one pool is bounded and how it refuses. */
+export interface QuotaLimits {
+  /** The pool's name in metrics and messages (`streams`, `mcp.sessions`). */
+  name: string;
+  /** Slots overall. */
+  max: number;
+  /** Slots per principal. */
+  maxPerPrincipal: number;
+  /** The config keys of the two bounds (`details.limit` of a refusal). */
+  keys: { max: string; maxPerPrincipal: string };
+  /** The code of a refusal by each bound. */
+  codes: { global: ErrorCode; principal: ErrorCode };
+  /** What is counted, for messages ("streams", "MCP sessions"). */
+  noun: string;
+}
+
+/** One bounded pool of slots. */
+export class QuotaPool {
+  readonly #limits: QuotaLimits;
+  readonly #metrics: AdmissionMetrics;
+  readonly #perPrincipal = new Map<string, number>();
+  #size = 0;
+
+  constructor(limits: QuotaLimits, metrics: AdmissionMetrics) {
+    this.#limits = limits;
+    this.#metrics = metrics;
+  }
+
+  /** Slots held overall. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Slots `principalId` holds. */
+  heldBy(principalId: string): number {
+    return this.#perPrincipal.get(principalId) ?? 0;
+  }
+
+  /** Takes a slot for `principal`, or throws the pool's refusal (nothing is taken then). */
+  take(principal: Principal): Slot {
+    const limits = this.#limits;
+    const counted = principal !== ANONYMOUS;
+    if (this.#size >= limits.max) {
+      this.#metrics.refused(limits.name, 'global');
+      throw new ProtoError(limits.codes.global, `the gateway serves at most ${limits.max} ${limits.noun}; try again later`, {
+        limit: limits.keys.max,
+        max: limits.max,
+      });
+    }
+    if (counted && this.heldBy(principal.id) >= limits.maxPerPrincipal) {
+      this.#metrics.refused(limits.name, 'principal');
+      throw new ProtoError(limits.codes.principal, `at most ${limits.maxPerPrincipal} ${limits.noun} per caller`, {
+        limit: limits.keys.maxPerPrincipal,
+        max: limits.maxPerPrincipal,
+      });
+    }
+    this.#size += 1;
+    if (counted) this.#perPrincipal.set(principal.id, this.heldBy(principal.id) + 1);
+    this.#metrics.held(limits.name, 1);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#release(counted ? principal.id : undefined);
+      },
+    };
+  }
+
+  #release(principalId: string | undefined): void {
+    this.#size -= 1;
+    this.#metrics.held(this.#limits.name, -1);
+    if (principalId === undefined) return;
+    const left = this.heldBy(principalId) - 1;
+    if (left > 0) this.#perPrincipal.set(principalId, left);
+    else this.#perPrincipal.delete(principalId);
+  }
+}
