@@ -19,6 +19,7 @@ import type {
 } from '../config/types.ts';
 import type { Reporter } from '../config/yaml-source.ts';
 import { kebab, pascal } from '../mapping/names.ts';
+import { backendsDefinitions, backendsSchema } from './config-schema.ts';
 
 /** Catalogue version of a legacy command or query that names none. */
 export const defaultCatalogueVersion = '1.0';
@@ -26,6 +27,8 @@ export const defaultCatalogueVersion = '1.0';
 /** `backends:`. */
 export const backendsSection: ConfigSection<'backends'> = {
   key: 'backends',
+  schema: backendsSchema,
+  definitions: backendsDefinitions,
   check(config, report) {
     checkBackendIdentity(config, report);
     checkCommandTypes(config, report);

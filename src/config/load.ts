@@ -40,7 +40,7 @@ export async function parseConfigOf(sections: ConfigSections, text: string, file
   substituteEnv(source.document.contents, env, source.report);
   const data = source.data() ?? {};
   const raw = asMap(data);
-  checkAgainstSchema(data, source.report);
+  checkAgainstSchema(data, source.report, sections);
   checkSemantics(raw, source.report, sections);
   const schemaFiles = await loadEmbeddedSchemas(raw, dirname(file), source.report);
   await checkSectionFiles(raw, dirname(file), source.report, sections);

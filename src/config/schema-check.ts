@@ -1,40 +1,42 @@
 /**
- * Validation of a parsed config against `config/gateway.schema.json`, the one JSON Schema of the
- * whole configuration contract. Every ajv error becomes a problem at the YAML position of the value
+ * Validation of a parsed config against the JSON Schema of the whole configuration contract,
+ * assembled from the sections' pieces (`config-schema.ts`; the same document as
+ * `config/gateway.schema.json`). Every ajv error becomes a problem at the YAML position of the value
  * (or, for an unknown key, of the key) with the dotted path in its message.
  */
-import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { withFormats } from './ajv-formats.ts';
+import { assembleConfigSchema } from './config-schema.ts';
 import type { ConfigPath } from './problems.ts';
+import type { ConfigSections } from './section.ts';
 import type { Reporter } from './yaml-source.ts';
-
-/** Location of the config's JSON Schema, shipped beside the example config. */
-export const configSchemaUrl = new URL('../../config/gateway.schema.json', import.meta.url);
 
 /** Keyword of the config schema carrying a readable message for a failed `oneOf`. */
 const messageKeyword = 'x-message';
 /** Keyword of the config schema explaining why a required key is required (by key), appended to "missing required key". */
 const requiredWhyKeyword = 'x-required-why';
 
-let compiled: ValidateFunction | undefined;
+/** The compiled schema of each list of sections (compiled once per process). */
+const compiled = new WeakMap<ConfigSections, ValidateFunction>();
 
-/** Validates `data` against the config schema, reporting every error; true when there were none. */
-export function checkAgainstSchema(data: unknown, report: Reporter): boolean {
-  const validate = configValidator();
+/** Validates `data` against the schema of `sections`, reporting every error; true when there were none. */
+export function checkAgainstSchema(data: unknown, report: Reporter, sections: ConfigSections): boolean {
+  const validate = configValidator(sections);
   if (validate(data)) return true;
   for (const error of relevantErrors(validate.errors ?? [])) reportError(error, report);
   return false;
 }
 
-/** The compiled config schema (compiled once per process). */
-export function configValidator(): ValidateFunction {
-  if (compiled) return compiled;
+/** The compiled config schema of `sections`. */
+export function configValidator(sections: ConfigSections): ValidateFunction {
+  const known = compiled.get(sections);
+  if (known) return known;
   const ajv = withFormats(new Ajv({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true }));
   ajv.addKeyword(messageKeyword);
   ajv.addKeyword(requiredWhyKeyword);
-  compiled = ajv.compile(JSON.parse(readFileSync(configSchemaUrl, 'utf8')));
-  return compiled;
+  const validate = ajv.compile(assembleConfigSchema(sections));
+  compiled.set(sections, validate);
+  return validate;
 }
 
 /**

@@ -14,6 +14,62 @@ import { checkOAuth2, oauth2Defaults } from '../edge/oauth2/oauth2-config.ts';
 /** `server:`: the listener (host 127.0.0.1, port 8080, body limit 1mb, JSON depth 64, shutdown 10s). */
 export const serverSection: ConfigSection<'server'> = {
   key: 'server',
+  schema: {
+    "type": "object",
+    "description": "The public HTTP listener.",
+    "additionalProperties": false,
+    "properties": {
+      "host": {
+        "type": "string",
+        "description": "Listen address. Default 127.0.0.1.",
+        "minLength": 1,
+        "default": "127.0.0.1"
+      },
+      "port": {
+        "type": "integer",
+        "description": "Listen port; 0 = any free port (the \"listening\" log line says which). Default 8080.",
+        "minimum": 0,
+        "maximum": 65535,
+        "default": 8080
+      },
+      "publicUrl": {
+        "$ref": "#/definitions/httpUrl",
+        "description": "Consumer-facing base URL; every advertised URL starts with it. Default http://{host}:{port}/. A path in it is only advertised (the listener serves at /)."
+      },
+      "bodyLimit": {
+        "$ref": "#/definitions/size",
+        "description": "Largest request body. Default 1mb.",
+        "default": "1mb"
+      },
+      "maxJsonDepth": {
+        "type": "integer",
+        "description": "Deepest nesting of a JSON request body. Default 64.",
+        "minimum": 1,
+        "default": 64
+      },
+      "shutdownTimeout": {
+        "$ref": "#/definitions/duration",
+        "description": "Deadline for draining streams and flushing the outbox on shutdown. Default 10s.",
+        "default": "10s"
+      },
+      "cors": {
+        "type": "object",
+        "description": "Cross-origin requests from browsers (SSE, queries).",
+        "additionalProperties": false,
+        "properties": {
+          "origins": {
+            "type": "array",
+            "description": "Browser origins allowed, e.g. https://app.example.com, or *. Default none.",
+            "items": {
+              "type": "string",
+              "description": "An origin."
+            },
+            "default": []
+          }
+        }
+      }
+    }
+  },
   check: (config, report) => checkPublicUrl(asText(asMap(config.server).publicUrl), report),
   defaults(value): ServerConfig {
     const raw = asMap(value);
@@ -33,6 +89,75 @@ export const serverSection: ConfigSection<'server'> = {
 /** `auth:`: none by default; apiKey or bearer with `keys`; oauth2 with `oauth2` (keys optional beside it). */
 export const authSection: ConfigSection<'auth'> = {
   key: 'auth',
+  schema: {
+    "type": "object",
+    "description": "Authentication of consumers.",
+    "additionalProperties": false,
+    "properties": {
+      "type": {
+        "type": "string",
+        "enum": [
+          "none",
+          "apiKey",
+          "bearer"
+        ],
+        "default": "none",
+        "description": "none: public; apiKey: key in header (or Authorization: Bearer); bearer: Authorization: Bearer <key>. Default none."
+      },
+      "header": {
+        "type": "string",
+        "description": "Header carrying an API key. Default X-Api-Key.",
+        "minLength": 1,
+        "default": "X-Api-Key"
+      },
+      "queryParam": {
+        "type": "string",
+        "description": "Query parameter also carrying the key (for EventSource). Default: not accepted.",
+        "minLength": 1
+      },
+      "keys": {
+        "type": "array",
+        "description": "Accepted keys, one per principal. Required (at least one) when type is apiKey or bearer.",
+        "default": [],
+        "items": {
+          "type": "object",
+          "description": "A principal and its key.",
+          "additionalProperties": false,
+          "required": [
+            "id",
+            "key",
+            "scopes"
+          ],
+          "properties": {
+            "id": {
+              "type": "string",
+              "description": "Principal name.",
+              "minLength": 1
+            },
+            "key": {
+              "type": "string",
+              "description": "The secret; use ${VAR} to take it from the environment.",
+              "minLength": 1
+            },
+            "scopes": {
+              "type": "array",
+              "description": "Scopes of this key: read (every GET), write (commands, subscriptions), admin (service registry, pause/resume).",
+              "uniqueItems": true,
+              "items": {
+                "type": "string",
+                "enum": [
+                  "read",
+                  "write",
+                  "admin"
+                ],
+                "description": "A scope."
+              }
+            }
+          }
+        }
+      }
+    }
+  },
   check: (config, report) => checkAuth(asMap(config.auth), report),
   defaults(value): AuthConfig {
     const raw = asMap(value);

@@ -7,6 +7,50 @@ import type { EventsConfig } from '../config/types.ts';
 /** `events:` (pages of 100, at most 1000; retention 10,000,000 events or 30d). */
 export const eventsSection: ConfigSection<'events'> = {
   key: 'events',
+  schema: {
+    "type": "object",
+    "description": "The event log.",
+    "additionalProperties": false,
+    "properties": {
+      "pageSize": {
+        "type": "object",
+        "description": "Page size of GET /events.",
+        "additionalProperties": false,
+        "properties": {
+          "default": {
+            "type": "integer",
+            "description": "Events per page without a limit parameter. Default 100.",
+            "minimum": 1,
+            "default": 100
+          },
+          "max": {
+            "type": "integer",
+            "description": "Largest page; a larger limit is capped. Default 1000.",
+            "minimum": 1,
+            "default": 1000
+          }
+        }
+      },
+      "retention": {
+        "type": "object",
+        "description": "How much of the log is kept.",
+        "additionalProperties": false,
+        "properties": {
+          "maxEvents": {
+            "type": "integer",
+            "description": "Most events kept; 0 = no count limit. Default 10000000.",
+            "minimum": 0,
+            "default": 10000000
+          },
+          "maxAge": {
+            "$ref": "#/definitions/duration",
+            "description": "Oldest event kept; 0s = no age limit. Default 30d.",
+            "default": "30d"
+          }
+        }
+      }
+    }
+  },
   check(config, report) {
     const pageSize = asMap(asMap(config.events).pageSize);
     if (typeof pageSize.default === 'number' && typeof pageSize.max === 'number' && pageSize.default > pageSize.max) {

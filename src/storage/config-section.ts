@@ -8,6 +8,90 @@ import type { StorageConfig } from '../config/types.ts';
 /** `storage:` (driver sqlite at ./data/gateway.db; redis at redis://127.0.0.1:6379/0 under `pgw:`). */
 export const storageSection: ConfigSection<'storage'> = {
   key: 'storage',
+  schema: {
+    "type": "object",
+    "description": "Where the event log, idempotency keys, outbox and subscriptions live.",
+    "additionalProperties": false,
+    "properties": {
+      "driver": {
+        "type": "string",
+        "enum": [
+          "sqlite",
+          "memory",
+          "redis"
+        ],
+        "default": "sqlite",
+        "description": "sqlite: one local file (default); memory: nothing kept; redis: shared by several replicas."
+      },
+      "path": {
+        "type": "string",
+        "description": "sqlite: database file, relative to this config file. Default ./data/gateway.db.",
+        "minLength": 1,
+        "default": "./data/gateway.db"
+      },
+      "url": {
+        "$ref": "#/definitions/redisUrl",
+        "description": "redis: connection URL. Default redis://127.0.0.1:6379/0.",
+        "default": "redis://127.0.0.1:6379/0"
+      },
+      "prefix": {
+        "type": "string",
+        "description": "redis: key prefix. Default pgw:.",
+        "default": "pgw:"
+      },
+      "redis": {
+        "type": "object",
+        "description": "redis: durability of an accepted command and Sentinel settings passed to ioredis. Redis Cluster is not supported.",
+        "additionalProperties": false,
+        "properties": {
+          "waitReplicas": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": "Replicas that must acknowledge an accepted command (WAIT) before it is answered 201; a shortfall answers 503. Default 0 (none)."
+          },
+          "waitTimeout": {
+            "$ref": "#/definitions/duration",
+            "default": "1s",
+            "description": "How long WAIT (and WAITAOF) may take. Default 1s."
+          },
+          "waitAof": {
+            "type": "boolean",
+            "default": false,
+            "description": "Answer 201 only after WAITAOF confirms the write is fsynced to the primary's AOF. Needs Redis >= 7.2 (refused at start otherwise). Default false."
+          },
+          "sentinels": {
+            "type": "array",
+            "description": "Sentinel addresses (host, port); with name, storage.url's password and database still apply.",
+            "items": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "host",
+                "port"
+              ],
+              "properties": {
+                "host": {
+                  "type": "string",
+                  "minLength": 1
+                },
+                "port": {
+                  "type": "integer",
+                  "minimum": 1,
+                  "maximum": 65535
+                }
+              }
+            }
+          },
+          "name": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Sentinel: the monitored master's name (required with sentinels)."
+          }
+        }
+      }
+    }
+  },
   defaults(value, context): StorageConfig {
     const raw = asMap(value);
     return {

@@ -10,6 +10,50 @@ const DEFAULT_AGENT_DESCRIPTION = 'Sends commands to the services behind this ga
 /** `a2a:` (enabled, settle 2s, timeout 60s, 10,000 tasks kept 24h). */
 export const a2aSection: ConfigSection<'a2a'> = {
   key: 'a2a',
+  schema: {
+    "type": "object",
+    "description": "The A2A agent surface.",
+    "additionalProperties": false,
+    "properties": {
+      "enabled": {
+        "type": "boolean",
+        "description": "Serve the A2A agent card and endpoint. Default true.",
+        "default": true
+      },
+      "settle": {
+        "$ref": "#/definitions/duration",
+        "description": "A task completes this long after its last event when no terminal event came. Default 2s.",
+        "default": "2s"
+      },
+      "timeout": {
+        "$ref": "#/definitions/duration",
+        "description": "A task without events fails after this long. Default 60s.",
+        "default": "60s"
+      },
+      "name": {
+        "type": "string",
+        "minLength": 1,
+        "description": "The agent card's name. Default proto-gateway.",
+        "default": "proto-gateway"
+      },
+      "description": {
+        "type": "string",
+        "minLength": 1,
+        "description": "The agent card's description. Default: a sentence naming the gateway's role."
+      },
+      "maxTasks": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Tasks kept for GetTask and ListTasks at most; the oldest is dropped first. Default 10000.",
+        "default": 10000
+      },
+      "taskTtl": {
+        "$ref": "#/definitions/duration",
+        "description": "A task is forgotten this long after its last update. Default 24h.",
+        "default": "24h"
+      }
+    }
+  },
   defaults(value): GatewayConfig['a2a'] {
     const raw = asMap(value);
     return {

@@ -7,6 +7,31 @@ import type { GatewayConfig } from '../../config/types.ts';
 /** `grpc:`. */
 export const grpcSection: ConfigSection<'grpc'> = {
   key: 'grpc',
+  schema: {
+    "type": "object",
+    "description": "The gRPC surface; absent = gRPC off.",
+    "additionalProperties": false,
+    "properties": {
+      "host": {
+        "type": "string",
+        "description": "Listen address. Default 127.0.0.1.",
+        "minLength": 1,
+        "default": "127.0.0.1"
+      },
+      "port": {
+        "type": "integer",
+        "description": "Listen port; 0 = any free port. Default 9090.",
+        "minimum": 0,
+        "maximum": 65535,
+        "default": 9090
+      },
+      "publicEndpoint": {
+        "type": "string",
+        "description": "host:port advertised in the manifest grpc block. Default: host:port.",
+        "minLength": 1
+      }
+    }
+  },
   defaults(value) {
     if (value === undefined) return undefined;
     const raw = asMap(value);

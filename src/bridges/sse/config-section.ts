@@ -10,6 +10,40 @@ import type { SseConfig } from '../../config/types.ts';
  */
 export const sseSection: ConfigSection<'sse'> = {
   key: 'sse',
+  schema: {
+    "type": "object",
+    "description": "GET /events/stream (Server-Sent Events).",
+    "additionalProperties": false,
+    "properties": {
+      "keepalive": {
+        "$ref": "#/definitions/duration",
+        "description": "Comment line sent on an idle stream this often. Default 15s.",
+        "default": "15s"
+      },
+      "maxBufferedBytes": {
+        "$ref": "#/definitions/size",
+        "description": "Bytes buffered for a slow client before it is dropped. Default 1mb.",
+        "default": "1mb"
+      },
+      "maxConnections": {
+        "type": "integer",
+        "description": "Open streams at most (more: 429 TOO_MANY_STREAMS). Default 10000.",
+        "minimum": 1,
+        "default": 10000
+      },
+      "maxConnectionsPerPrincipal": {
+        "type": "integer",
+        "description": "Open streams per principal at most. Default 1000.",
+        "minimum": 1,
+        "default": 1000
+      },
+      "closeOnTerminal": {
+        "type": "boolean",
+        "description": "Close a stream filtered by correlation id after its terminal event. Default true.",
+        "default": true
+      }
+    }
+  },
   defaults(value): SseConfig {
     const raw = asMap(value);
     const maxConnections = num(raw.maxConnections, 10_000);

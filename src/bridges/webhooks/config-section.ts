@@ -16,6 +16,95 @@ import { decodeSecretKey } from './secret-box.ts';
 /** `webhooks:` (https only, public targets only, retries 5s…24h, timeout 15s, 64 at once). */
 export const webhooksSection: ConfigSection<'webhooks'> = {
   key: 'webhooks',
+  schema: {
+    "type": "object",
+    "description": "Webhook subscriptions (/subscriptions).",
+    "additionalProperties": false,
+    "properties": {
+      "allowPrivateNetworks": {
+        "type": "array",
+        "description": "CIDRs exempted from the SSRF guard (e.g. 127.0.0.0/8 in tests). Default none.",
+        "items": {
+          "type": "string",
+          "description": "A CIDR block, e.g. 10.0.0.0/8 or ::1/128."
+        },
+        "default": []
+      },
+      "allowHttp": {
+        "type": "boolean",
+        "description": "Allow plain http targets (default only https). Default false.",
+        "default": false
+      },
+      "retry": {
+        "type": "object",
+        "description": "Redelivery of failed deliveries.",
+        "additionalProperties": false,
+        "properties": {
+          "schedule": {
+            "type": "array",
+            "description": "Delays of the redeliveries; after the last one the delivery is dead-lettered. Default [5s, 5m, 30m, 2h, 5h, 10h, 14h, 20h, 24h].",
+            "items": {
+              "$ref": "#/definitions/duration",
+              "description": "Delay before this retry."
+            },
+            "default": [
+              "5s",
+              "5m",
+              "30m",
+              "2h",
+              "5h",
+              "10h",
+              "14h",
+              "20h",
+              "24h"
+            ]
+          }
+        }
+      },
+      "timeout": {
+        "$ref": "#/definitions/duration",
+        "description": "Timeout of one delivery. Default 15s.",
+        "default": "15s"
+      },
+      "concurrency": {
+        "type": "integer",
+        "description": "Deliveries in flight overall (4 per subscription). Default 64.",
+        "minimum": 1,
+        "default": 64
+      },
+      "secretKey": {
+        "type": "string",
+        "description": "32 random bytes in base64 (normally ${ENV}): webhook secrets are stored encrypted with it (AES-256-GCM). Default none: secrets stored in plain text, with a warning at start-up.",
+        "minLength": 1
+      },
+      "previousSecretKeys": {
+        "type": "array",
+        "description": "Former secretKey values (base64): secrets sealed with them stay readable after a rotation. Default none.",
+        "items": {
+          "type": "string",
+          "minLength": 1
+        },
+        "default": []
+      },
+      "maxSubscriptionsPerPrincipal": {
+        "type": "integer",
+        "description": "Subscriptions one principal may hold; beyond, POST /subscriptions is 429 TOO_MANY_SUBSCRIPTIONS. Default 100.",
+        "minimum": 1,
+        "default": 100
+      },
+      "maxSubscriptions": {
+        "type": "integer",
+        "description": "Active subscriptions of all principals together; beyond, 429 TOO_MANY_SUBSCRIPTIONS. Default 10000.",
+        "minimum": 1,
+        "default": 10000
+      },
+      "ca": {
+        "type": "string",
+        "description": "Extra CA file (PEM) to trust, relative to this config file. Default none.",
+        "minLength": 1
+      }
+    }
+  },
   check(config, report) {
     const webhooks = asMap(config.webhooks);
     checkNetworks(webhooks.allowPrivateNetworks, ['webhooks', 'allowPrivateNetworks'], report);
