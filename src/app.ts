@@ -9,9 +9,11 @@ import { BackendDirectory } from './backends/directory.ts';
 import { pinnedConnections } from './egress/pinned-connections.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { Admission } from './edge/admission.ts';
+import { OAuth2Identity } from './edge/oauth2/oauth2-identity.ts';
 import { credentialCarriers } from './edge/credentials.ts';
 import { admissionMetrics } from './metrics/admission.ts';
 import { createCors } from './http/cors.ts';
+import { protectedResourceRoutes } from './http/routes/protected-resource.ts';
 import { discoveryRoutes } from './http/routes/discovery.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { opsRoutes } from './http/routes/ops.ts';
@@ -116,8 +118,16 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   life.add({ close: () => log.close() });
   logMetrics(registry, log);
   const router = new Router();
+  // The public URL, once known (the listener's own URL when server.publicUrl is not set).
+  const where = { publicUrl: config.server.publicUrl ?? '' };
+  // auth.type oauth2: bearer tokens of the identity provider, one more verifier after the keys.
+  const identity = config.auth.oauth2 && new OAuth2Identity({
+    config: config.auth.oauth2, publicUrl: () => where.publicUrl, keyIds: config.auth.keys.map((key) => key.id), logger: logger.child({ component: 'oauth2' }),
+  });
   // The one admission path of every transport: callers, scopes, quota pools.
-  const admission = new Admission({ config, metrics: admissionMetrics(registry) });
+  const admission = new Admission({
+    config, metrics: admissionMetrics(registry), verifiers: identity ? [identity.verifier] : [], challenges: identity,
+  });
   const http = createHttpServer({
     router,
     admission,
@@ -156,7 +166,9 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   try {
     const address = await http.listen(config.server.host, config.server.port);
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
-    const parts = await assemble({ config, options, logger, registry, log, life, url, state, admission });
+    where.publicUrl ||= url;
+    if (identity) life.add(identity);
+    const parts = await assemble({ config, options, logger, registry, log, life, url, state, admission, identity });
     router.add(parts.routes);
     storageUp = parts.storageUp;
     // Runtime services join the directory before anything starts: a paused one never delivers or reads.
@@ -183,11 +195,13 @@ interface AssembleInput {
   url: string;
   state: { ready: boolean; stopping: boolean };
   admission: Admission;
+  identity: OAuth2Identity | undefined;
 }
 
 /** The features, built from the configuration; each component joins `life` as soon as it exists. */
 async function assemble(input: AssembleInput) {
-  const { config, options, logger, registry, log, life, admission } = input;
+  const { config, options, logger, registry, log, life, admission, identity } = input;
+  const tokenUrl = () => identity?.provider.known.tokenEndpoint;
   const publicUrl = config.server.publicUrl ?? input.url;
   // One guard for runtime-registered services: checked at registration, and pinned at every connect.
   const registryGuard = new SsrfGuard({
@@ -212,10 +226,12 @@ async function assemble(input: AssembleInput) {
     gatewayVersion: GATEWAY_VERSION,
     publicUrl,
     auth: config.auth,
+    tokenUrl,
     capabilities,
     backends,
-    transports: () => gatewayTransports(config, publicUrl, grpc?.port),
+    transports: () => gatewayTransports(config, publicUrl, grpc?.port, tokenUrl()),
   });
+  identity?.provider.onDiscovered(() => manifest.invalidate());
   const carriers = credentialCarriers(config.auth);
   const queries = createQueryPath({
     publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger,
@@ -267,7 +283,7 @@ async function assemble(input: AssembleInput) {
     logger,
   }) : undefined;
   if (mcp) life.add(mcp.sessions);
-  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks, admission }) : undefined;
+  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks, admission, tokenUrl }) : undefined;
   grpc = config.grpc && life.add(new GrpcBridge({
     config: config.grpc,
     admission,
@@ -295,6 +311,7 @@ async function assemble(input: AssembleInput) {
   });
   const routes: Route[] = [
     ...discoveryRoutes(manifest),
+    ...protectedResourceRoutes(config.auth, publicUrl),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
     ...sse.routes,
@@ -332,14 +349,14 @@ async function assemble(input: AssembleInput) {
 /** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */
 async function a2aFront(input: {
   config: GatewayConfig; publicUrl: string; commands: CommandPath; tail: LiveTail; registry: Registry; logger: Logger; life: Lifecycle;
-  webhooks: WebhookBridge; admission: Admission;
+  webhooks: WebhookBridge; admission: Admission; tokenUrl: () => string | undefined;
 }) {
   const { config, commands, life } = input;
   const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: input.publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail: input.tail,
-    taskStore, metrics: a2aMetrics(input.registry), admission: input.admission, logger: input.logger.child({ component: 'a2a' }),
+    taskStore, metrics: a2aMetrics(input.registry), admission: input.admission, tokenUrl: input.tokenUrl, logger: input.logger.child({ component: 'a2a' }),
     post: (url, headers, body, signal) => input.webhooks.client.post(url, headers, body, signal),
   });
   life.add(bridge.executor);

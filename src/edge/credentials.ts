@@ -12,6 +12,8 @@ import { ProtoError } from '../errors.ts';
 export interface Principal {
   id: string;
   scopes: ReadonlySet<Scope>;
+  /** Values of the identity provider's scope claim, as the token carried them (per-caller `access` rules); absent for keys. */
+  grants?: ReadonlySet<string>;
 }
 
 /** What a caller presented, in a transport-neutral form: lower-case header (or metadata) names. */

@@ -9,7 +9,7 @@ import type { ConfigSection } from '../config/section.ts';
 import { firstSeen } from '../config/semantic-checks.ts';
 import type { AuthConfig, ServerConfig } from '../config/types.ts';
 import type { Reporter } from '../config/yaml-source.ts';
-import { checkOAuth2, oauth2Defaults } from '../edge/oauth2/oauth2-config.ts';
+import { checkOAuth2, OAUTH2_SCHEMA, oauth2Defaults } from '../edge/oauth2/oauth2-config.ts';
 
 /** `server:`: the listener (host 127.0.0.1, port 8080, body limit 1mb, JSON depth 64, shutdown 10s). */
 export const serverSection: ConfigSection<'server'> = {
@@ -99,10 +99,11 @@ export const authSection: ConfigSection<'auth'> = {
         "enum": [
           "none",
           "apiKey",
-          "bearer"
+          "bearer",
+          "oauth2"
         ],
         "default": "none",
-        "description": "none: public; apiKey: key in header (or Authorization: Bearer); bearer: Authorization: Bearer <key>. Default none."
+        "description": "none: public; apiKey: key in header (or Authorization: Bearer); bearer: Authorization: Bearer <key>; oauth2: bearer tokens of the operator's identity provider (auth.oauth2), the keys still accepted beside them. Default none."
       },
       "header": {
         "type": "string",
@@ -115,9 +116,10 @@ export const authSection: ConfigSection<'auth'> = {
         "description": "Query parameter also carrying the key (for EventSource). Default: not accepted.",
         "minLength": 1
       },
+      "oauth2": OAUTH2_SCHEMA,
       "keys": {
         "type": "array",
-        "description": "Accepted keys, one per principal. Required (at least one) when type is apiKey or bearer.",
+        "description": "Accepted keys, one per principal. Required (at least one) when type is apiKey or bearer; optional beside oauth2.",
         "default": [],
         "items": {
           "type": "object",

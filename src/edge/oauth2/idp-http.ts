@@ -14,8 +14,9 @@ export const IDP_MAX_BODY_BYTES = 1024 * 1024;
 
 /** The provider did not answer usefully (unreachable, non-2xx, too large, not JSON). */
 export class IdpUnavailable extends Error {
-  constructor(url: string, reason: string) {
-    super(`${new URL(url).pathname}: ${reason}`);
+  /** `where`: the URL asked (only its path is kept) or a name (`JWKS`). */
+  constructor(where: string, reason: string) {
+    super(`${URL.canParse(where) ? new URL(where).pathname : where}: ${reason}`);
     this.name = 'IdpUnavailable';
   }
 }

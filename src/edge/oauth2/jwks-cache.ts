@@ -3,12 +3,13 @@
  * among them makes one re-read (at most one per `cooldownMs`, so a flood of forged `kid`s cannot
  * turn into a flood of requests to the provider), and keys older than `maxAgeMs` are re-read
  * before use. A failed re-read keeps the keys already held: when the provider is down, tokens
- * signed with known keys keep working and a new `kid` is refused as unknown (a 401, not a 500).
+ * signed with known keys keep working and a new `kid` is refused as unknown (a 401, not a 500);
+ * only while no key was ever read is a token unverifiable (`IdpUnavailable`, a 503).
  * Key rotation at the provider therefore needs no gateway restart.
  */
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters, type FlattenedJWSInput } from 'jose';
 import type { Logger } from 'pino';
-import { getIdpJson } from './idp-http.ts';
+import { getIdpJson, IdpUnavailable } from './idp-http.ts';
 
 /** A key resolver for `jose.jwtVerify`. */
 export type KeyResolver = ReturnType<typeof createLocalJWKSet>;
@@ -55,8 +56,14 @@ export class JwksCache {
     }
   };
 
+  /** Reads the keys if none are held yet (at boot); a failure is logged and kept for the next token. */
+  async warm(): Promise<void> {
+    if (!this.#keys) await this.#reread();
+  }
+
   #lookup(header: JWSHeaderParameters, token: FlattenedJWSInput) {
-    if (!this.#keys) throw new errors.JWKSNoMatchingKey('the provider\'s keys could not be read');
+    // No key was ever read: the provider is unavailable (a 503), not the token bad (a 401).
+    if (!this.#keys) throw new IdpUnavailable('JWKS', 'the provider\'s keys could not be read yet');
     return this.#keys(header, token);
   }
 

@@ -26,6 +26,7 @@ export class ProviderMetadata {
   #known: ProviderEndpoints | undefined;
   #reading: Promise<ProviderEndpoints> | undefined;
   #failedAt = Number.NEGATIVE_INFINITY;
+  readonly #listeners: Array<() => void> = [];
 
   constructor(config: OAuth2Config, logger?: Logger) {
     this.#config = config;
@@ -50,6 +51,11 @@ export class ProviderMetadata {
     return this.#reading;
   }
 
+  /** Calls `listener` once discovery has found the endpoints (what is advertised changes then). */
+  onDiscovered(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
   /** The JWKS URL (configured or discovered). */
   async jwksUri(): Promise<string> {
     const { jwksUri } = await this.endpoints();
@@ -66,6 +72,7 @@ export class ProviderMetadata {
         tokenEndpoint: this.#config.tokenUrl ?? stringOf(document.token_endpoint),
         introspectionEndpoint: this.#config.introspectionUrl ?? stringOf(document.introspection_endpoint),
       };
+      for (const listener of this.#listeners) listener();
       return this.#known;
     } catch (err) {
       this.#failedAt = Date.now();
