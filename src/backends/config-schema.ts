@@ -183,6 +183,12 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
         },
         "default": {}
       },
+      "forwardIdentity": {
+        "type": "string",
+        "enum": ["none", "header", "token"],
+        "default": "none",
+        "description": "What the backend learns of the caller. none (default): nothing. header: X-Proto-Principal (the principal id; percent-encoded outside printable ASCII) and X-Proto-Scopes (space-separated gateway scopes; commands carry only the principal recorded at accept time), and any such header the caller sent is removed. token: queries and pass-through carry the caller's verified bearer token as Authorization (for backends that verify it themselves); commands, dispatched later from the outbox, carry X-Proto-Principal instead (a token may have expired by then), as do callers that used an API key."
+      },
       "correlationHeader": {
         "type": "string",
         "description": "Header carrying the command id to the legacy service. Default X-Request-Id.",
@@ -285,6 +291,12 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
           "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
         },
         "default": {}
+      },
+      "forwardIdentity": {
+        "type": "string",
+        "enum": ["none", "header", "token"],
+        "default": "none",
+        "description": "What the backend learns of the caller. none (default): nothing. header: X-Proto-Principal (the principal id; percent-encoded outside printable ASCII) and X-Proto-Scopes (space-separated gateway scopes; commands carry only the principal recorded at accept time), and any such header the caller sent is removed. token: queries and pass-through carry the caller's verified bearer token as Authorization (for backends that verify it themselves); commands, dispatched later from the outbox, carry X-Proto-Principal instead (a token may have expired by then), as do callers that used an API key."
       },
       "refresh": {
         "$ref": "#/definitions/duration",

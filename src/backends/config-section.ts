@@ -11,6 +11,7 @@ import type { ConfigSection, SectionContext } from '../config/section.ts';
 import { firstSeen } from '../config/semantic-checks.ts';
 import type {
   BackendConfig,
+  ForwardIdentity,
   LegacyBackendConfig,
   LegacyCommandConfig,
   LegacyQueryConfig,
@@ -48,6 +49,7 @@ function backendConfig(raw: RawMap, index: number, ctx: SectionContext): Backend
     source: text(raw.source, `urn:proto-gateway:${id}`),
     circuit: { failures: num(circuit.failures, 5), cooldownMs: ms(circuit.cooldown, '30s') },
     headers: { ...(asMap(raw.headers) as Record<string, string>) },
+    forwardIdentity: text(raw.forwardIdentity, 'none') as ForwardIdentity,
     ...optional(raw, ['description', 'version']),
   };
   if (raw.kind === 'proto') return protoBackend(raw, common);

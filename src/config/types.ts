@@ -198,7 +198,12 @@ interface BackendCommon {
   circuit: { failures: number; cooldownMs: number };
   /** Headers added to every request to this backend. */
   headers: Record<string, string>;
+  /** What the backend learns of the caller (`none` by default; see `backends/identity-headers.ts`). */
+  forwardIdentity: ForwardIdentity;
 }
+
+/** `backends[].forwardIdentity`: none, the principal in headers, or the caller's verified token (queries and pass-through). */
+export type ForwardIdentity = 'none' | 'header' | 'token';
 
 export interface ProtoBackendConfig extends BackendCommon {
   kind: 'proto';

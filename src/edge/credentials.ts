@@ -59,7 +59,8 @@ export function apiKeyVerifier(auth: AuthConfig): CredentialVerifier {
 
 /** The names of credential carriers, so the pass-through can strip them. */
 export function credentialCarriers(auth: AuthConfig): { headers: string[]; queryParam?: string } {
-  return { headers: ['authorization', auth.header.toLowerCase()], queryParam: auth.type === 'apiKey' ? auth.queryParam : undefined };
+  const queryParam = auth.type === 'apiKey' ? auth.queryParam : auth.type === 'oauth2' ? auth.oauth2?.queryParam : undefined;
+  return { headers: ['authorization', auth.header.toLowerCase()], queryParam };
 }
 
 /** The key presented, and whether it came as a bearer token (which other verifiers may also read). */

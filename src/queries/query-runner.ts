@@ -5,6 +5,7 @@
  * backend's adapter within the timeout (504 `BACKEND_TIMEOUT`, unreachable 503), report the outcome
  * to the circuit and the metrics. Queries are synchronous: nothing is stored, nothing retried.
  */
+import type { ForwardedCaller } from '../backends/identity-headers.ts';
 import type { CircuitBreaker } from '../backends/circuit-breaker.ts';
 import type { QueryCatalogue, QueryEntry } from '../catalogue/query-catalogue.ts';
 import { isProtoError, ProtoError } from '../errors.ts';
@@ -34,6 +35,8 @@ export interface QueryRequest {
   traceparent: string;
   /** Scoped to one backend (`/services/{id}/queries/{schema}`). */
   backendId?: string;
+  /** The caller, for backends with `forwardIdentity`. */
+  caller?: ForwardedCaller;
 }
 
 /** Runs queries; one per gateway, built at boot. */
@@ -69,7 +72,7 @@ export class QueryRunner {
     if (!circuit) throw new ProtoError('BACKEND_UNAVAILABLE', `the backend of query ${entry.schema} is gone`);
     circuit.admit();
     try {
-      const result = await this.#o.execute({ entry, params, query, traceparent: request.traceparent, timeoutMs: this.#o.timeoutMs });
+      const result = await this.#o.execute({ entry, params, query, traceparent: request.traceparent, timeoutMs: this.#o.timeoutMs, caller: request.caller });
       circuit.succeeded();
       return result;
     } catch (err) {

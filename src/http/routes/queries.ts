@@ -7,6 +7,7 @@
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { QueryCatalogue } from '../../catalogue/query-catalogue.ts';
 import type { QueryRunner } from '../../queries/query-runner.ts';
+import { forwardedCaller } from '../../edge/forwarded-caller.ts';
 import type { Reply, RequestContext, Route } from '../route.ts';
 
 /** What the routes need. */
@@ -23,7 +24,7 @@ export function queryRoutes(options: QueryRoutesOptions): Route[] {
   const list = (backendId?: string): Reply => ({ status: 200, body: { queries: catalogue.list(backendId) } });
   const document = (ctx: RequestContext, backendId?: string): Reply => ({ status: 200, body: catalogue.document(ctx.params.schema, ctx.params.version, backendId) });
   const run = async (ctx: RequestContext, backendId?: string): Promise<Reply> => {
-    const result = await runner.run({ schema: ctx.params.schema, query: ctx.query, traceparent: ctx.traceparent, ...(backendId !== undefined && { backendId }) });
+    const result = await runner.run({ schema: ctx.params.schema, query: ctx.query, traceparent: ctx.traceparent, caller: forwardedCaller(ctx.principal), ...(backendId !== undefined && { backendId }) });
     return { status: result.status, body: result.body ?? null, ...(result.headers && { headers: result.headers }) };
   };
   return [
