@@ -20,7 +20,8 @@ import {
 import type { LegacyCommandConfig } from '../config/types.ts';
 import type { CloudEvent } from '../log/EventLog.ts';
 import { joinUrl } from '../manifest/rewrite.ts';
-import { compileExpression, compileTemplate, type CompiledExpression, type CompiledTemplate, URL_PATH } from '../mapping/jsonata.ts';
+import { compileExpression, compileTemplate, type CompiledExpression, type CompiledTemplate } from '../mapping/jsonata.ts';
+import { renderPath } from '../mapping/path-template.ts';
 import { answerMessage, isTransientStatus, sendThroughCircuit, type CommandExchange } from './command-http.ts';
 import type { LegacyBackend } from './legacy-backend.ts';
 
@@ -51,7 +52,8 @@ export class LegacyCommandDelivery implements CommandDelivery {
     let path: string;
     let body: unknown;
     try {
-      path = await mapped.path.render(input, URL_PATH);
+      // Ingestion refused unsafe paths already (VALIDATION_FAILED); this is the backstop.
+      path = await renderPath(mapped.path, input);
       body = mapped.body ? await mapped.body.evaluate(input) : mapped.method === 'GET' ? undefined : entry.command.data;
     } catch (err) {
       return this.#reject(entry, { code: 'MAPPING_FAILED', message: (err as Error).message });

@@ -13,7 +13,8 @@ import { identityHeaders } from './identity-headers.ts';
 import type { LegacyQueryConfig } from '../config/types.ts';
 import { ProtoError } from '../errors.ts';
 import { joinUrl, rewriteDeep } from '../manifest/rewrite.ts';
-import { compileExpression, compileTemplate, URL_PATH, type CompiledExpression, type CompiledTemplate } from '../mapping/jsonata.ts';
+import { compileExpression, compileTemplate, type CompiledExpression, type CompiledTemplate } from '../mapping/jsonata.ts';
+import { renderPath } from '../mapping/path-template.ts';
 import { isSuccess, refusalOf, type QueryResult } from '../queries/query-answer.ts';
 import type { QueryCall } from '../queries/query-call.ts';
 import { queryString } from '../queries/query-parameters.ts';
@@ -44,7 +45,7 @@ export class LegacyQueries {
     const mapped = this.#mapped.get(keyOf(backend.id, call.entry.schema, call.entry.version));
     if (!mapped) throw new ProtoError('UNKNOWN_SCHEMA', `no query ${call.entry.schema}/${call.entry.version}`);
     const input = { params: call.params };
-    const path = await mapped.path.render(input, URL_PATH).catch(unfilled);
+    const path = await renderPath(mapped.path, input).catch(unfilled);
     const search = mapped.query ? queryString(await mapped.query.evaluate(input).catch(unfilled)) : '';
     const headers = { ...backend.config.headers, ...identityHeaders(backend.config.forwardIdentity, call.caller) };
     const answer = await getJson(joinUrl(backend.config.url, path) + search, { method: mapped.method, headers, timeoutMs: call.timeoutMs, traceparent: call.traceparent });

@@ -15,10 +15,12 @@ import type { BackendDirectory } from '../backends/directory.ts';
 import type { LegacyBackend } from '../backends/legacy-backend.ts';
 import type { ProtoBackend } from '../backends/proto-backend.ts';
 import { ProtoError } from '../errors.ts';
+import { compileTemplate, type CompiledTemplate } from '../mapping/jsonata.ts';
 import { commandTypeOf } from '../mapping/names.ts';
+import { renderPath, UnsafePathError } from '../mapping/path-template.ts';
 import { CatalogueRefresher } from './catalogue-refresher.ts';
 import { readProtoCatalogue, type ProtoCatalogueEntry } from './proto-catalogue-source.ts';
-import { SchemaCompiler, type DataValidator } from './schema-compiler.ts';
+import { SchemaCompiler, type DataProblem, type DataValidator } from './schema-compiler.ts';
 import { replaceDeclared } from './declared-entries.ts';
 
 /** A command the gateway accepts, and the backend it goes to. */
@@ -36,6 +38,11 @@ export interface CommandEntry {
   produces: string[];
   /** Validates `data`; compiled once. */
   validate: DataValidator;
+  /**
+   * Legacy only: the problems of the request this command would make (its path template with the
+   * command's values), checked at ingestion so an unsafe path is refused before the 201.
+   */
+  checkRequest?: (command: Record<string, unknown>) => Promise<DataProblem[]>;
   /** Proto only: the backend's own `dataschema` of the command, put on the delivered envelope. */
   backendDataschema?: string;
 }
@@ -169,7 +176,8 @@ export class CommandCatalogue {
       const { validator, release } = this.#compiler.compile(command.jsonSchema);
       const entry: CommandEntry = {
         type: command.type, schema: command.schema, version: command.version, backend: backend.id, kind: 'legacy',
-        document, produces, validate: validator, ...(command.description !== undefined && { description: command.description }),
+        document, produces, validate: validator, checkRequest: requestCheck(compileTemplate(command.request.path)),
+        ...(command.description !== undefined && { description: command.description }),
       };
       return { entry, text: JSON.stringify(document), release };
     });
@@ -233,4 +241,20 @@ export class CommandCatalogue {
       'command type already claimed by an earlier backend; ignored',
     );
   }
+}
+
+/**
+ * The request check of a legacy command: its path rendered with the command's values must stay
+ * inside what the configuration wrote (no empty, `.` or `..` segment). A placeholder that yields
+ * nothing is left to delivery (it may read attributes the outbox adds).
+ */
+function requestCheck(path: CompiledTemplate): (command: Record<string, unknown>) => Promise<DataProblem[]> {
+  return async (command) => {
+    try {
+      await renderPath(path, { command, data: command.data });
+      return [];
+    } catch (err) {
+      return err instanceof UnsafePathError ? [{ path: '', message: err.message }] : [];
+    }
+  };
 }

@@ -78,6 +78,7 @@ export function createIngestion(options: IngestionOptions): CommandIngestion {
     lookupStep(options.catalogue),
     dataschemaStep(options.catalogue),
     validationStep,
+    requestStep,
     enqueueStep(options),
   ];
   const now = options.now ?? Date.now;
@@ -132,6 +133,14 @@ function dataschemaStep(catalogue: CommandCatalogue): Step {
 function validationStep(draft: Draft): void {
   const errors = draft.entry!.validate(draft.envelope!.data);
   if (errors.length > 0) throw new ProtoError('VALIDATION_FAILED', describeProblems(`data is not a valid ${draft.entry!.type}`, errors), { errors });
+}
+
+/** The request the command would make must be one the backend can be sent (legacy path templates). */
+async function requestStep(draft: Draft): Promise<void> {
+  const check = draft.entry!.checkRequest;
+  if (!check) return;
+  const errors = await check(draft.envelope as unknown as Record<string, unknown>);
+  if (errors.length > 0) throw new ProtoError('VALIDATION_FAILED', describeProblems(`data cannot fill the request of ${draft.entry!.type}`, errors), { errors });
 }
 
 /**

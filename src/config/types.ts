@@ -30,6 +30,8 @@ export interface GatewayConfig {
     maxTasks: number;
     /** A task is forgotten this long after its last update, in ms; default 24h. */
     taskTtlMs: number;
+    /** The public agent card lists the command catalogue as skills; default false (only the extended card, for `read`). */
+    publicSkills: boolean;
   };
   mcp: {
     enabled: boolean;

@@ -124,7 +124,7 @@ describe('defaults', () => {
       maxSubscriptions: 10_000,
     });
     expect(config.registry).toEqual({ allowNetworks: [] });
-    expect(config.a2a).toMatchObject({ enabled: true, settleMs: 2000, timeoutMs: 60_000, name: 'proto-gateway', maxTasks: 10_000, taskTtlMs: 86_400_000 });
+    expect(config.a2a).toMatchObject({ enabled: true, settleMs: 2000, timeoutMs: 60_000, name: 'proto-gateway', maxTasks: 10_000, taskTtlMs: 86_400_000, publicSkills: false });
     expect(config.mcp).toEqual({ enabled: true, maxSessions: 1000, maxSessionsPerPrincipal: 500, idleTimeoutMs: 1_800_000 });
     expect(config.console).toEqual({ enabled: true, path: '/console' });
     expect(config.grpc).toBeUndefined();

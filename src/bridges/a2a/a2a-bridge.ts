@@ -63,7 +63,9 @@ const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-
 export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   const { config, publicUrl, catalogue } = options;
   const commands = (): CommandEntry[] => catalogue.entries();
-  const card = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() });
+  const fullCard = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() });
+  // The public card carries the catalogue only with a2a.publicSkills; the extended card always does.
+  const card = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() }, config.a2a.publicSkills);
   const executor = new CommandExecutor({
     commandOf: (type) => executable(catalogue.byType(type), config.backends),
     commands,
@@ -85,7 +87,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     onOutcome: (outcome) => options.metrics.push(outcome),
     logger: options.logger,
   });
-  const handler = new DefaultRequestHandler(card(), options.taskStore, executor, undefined, pushStore, pushSender);
+  const handler = new DefaultRequestHandler(card(), options.taskStore, executor, undefined, pushStore, pushSender, async () => fullCard());
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);

@@ -2,6 +2,10 @@
  * The gateway's A2A agent card (A2A 1.0, served at `/.well-known/agent-card.json`): its name and
  * description from `a2a`, one JSON-RPC interface at `{publicUrl}a2a`, streaming and push notifications on, the security
  * schemes of `auth`, and one skill per command type of the catalogue.
+ *
+ * The catalogue (command types, schemas, versions, backend ids) is what `GET /commands` shows to
+ * callers with `read`, so the public card leaves the skills out unless `a2a.publicSkills`; the
+ * authenticated extended card (A2A `GetExtendedAgentCard`, `read`) always carries them.
  */
 import { A2A_PROTOCOL_VERSION, AgentCard, type AgentSkill, type SecurityScheme } from '@a2a-js/sdk';
 import type { AuthConfig, GatewayConfig } from '../../config/types.ts';
@@ -30,20 +34,23 @@ export interface AgentCardInput {
 /** The path of the JSON-RPC endpoint under `publicUrl`. */
 export const A2A_ENDPOINT_PATH = 'a2a';
 
-/** The agent card (SDK shape); skills follow the catalogue as it is now. */
-export function buildAgentCard(input: AgentCardInput): AgentCard {
+/**
+ * The agent card (SDK shape); skills follow the catalogue as it is now. `withSkills` false: the
+ * public card without the catalogue (it still announces the extended card).
+ */
+export function buildAgentCard(input: AgentCardInput, withSkills = true): AgentCard {
   const schemes = securitySchemes(input.auth, input.tokenUrl);
   return {
     name: input.a2a.name,
     description: input.a2a.description,
     version: GATEWAY_VERSION,
     supportedInterfaces: [{ url: `${input.publicUrl}${A2A_ENDPOINT_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: A2A_PROTOCOL_VERSION, tenant: '' }],
-    capabilities: { streaming: true, pushNotifications: true, extensions: [] },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: true },
     securitySchemes: schemes,
     securityRequirements: Object.keys(schemes).map((name) => ({ schemes: { [name]: { list: [] } } })),
     defaultInputModes: ['application/json'],
     defaultOutputModes: ['application/json'],
-    skills: input.commands.map(skillOf),
+    skills: withSkills ? input.commands.map(skillOf) : [],
     provider: undefined,
     signatures: [],
   };

@@ -64,6 +64,7 @@ export const a2aSection: ConfigSection<'a2a'> = {
       description: typeof raw.description === 'string' ? raw.description : DEFAULT_AGENT_DESCRIPTION,
       maxTasks: num(raw.maxTasks, 10_000),
       taskTtlMs: ms(raw.taskTtl, '24h'),
+      publicSkills: flag(raw.publicSkills, false),
     };
   },
 };

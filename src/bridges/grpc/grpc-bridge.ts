@@ -36,6 +36,7 @@ import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory } from '../../log/history.ts';
 import type { GrpcMetrics } from '../../metrics/grpc.ts';
 import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
+import { BacklogBound } from '../live-tail/backlog-bound.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
 import type { TailEncoding } from '../live-tail/tail-event.ts';
 import type { TailEndReason, TailWriter } from '../live-tail/tail-subscriber.ts';
@@ -296,16 +297,16 @@ function endStatus(reason: TailEndReason): { code: grpc.status; details: string 
  */
 class GrpcStreamWriter implements TailWriter<ProtoCloudEvent> {
   readonly #call: grpc.ServerWritableStream<unknown, ProtoCloudEvent>;
-  readonly #maxBytes: number;
   readonly #onEnd: (reason: TailEndReason) => void;
+  readonly #bound: BacklogBound;
   /** Bytes written but not yet taken by the transport. */
   #pending = 0;
   #closed = false;
 
   constructor(call: grpc.ServerWritableStream<unknown, ProtoCloudEvent>, maxBytes: number, onEnd: (reason: TailEndReason) => void) {
     this.#call = call;
-    this.#maxBytes = maxBytes;
     this.#onEnd = onEnd;
+    this.#bound = new BacklogBound(maxBytes);
     // Cancel by the client and an expired deadline both end here; so does a transport error.
     call.once('cancelled', () => this.close('client'));
     call.once('close', () => this.close('client'));
@@ -319,7 +320,7 @@ class GrpcStreamWriter implements TailWriter<ProtoCloudEvent> {
   send(message: ProtoCloudEvent): boolean {
     if (this.#closed) return false;
     const size = PROTO_ENCODING.size(message);
-    if (this.#pending > 0 && this.#pending + size > this.#maxBytes) {
+    if (!this.#bound.admits(this.#pending, size)) {
       this.close('slow');
       return false;
     }
@@ -327,9 +328,14 @@ class GrpcStreamWriter implements TailWriter<ProtoCloudEvent> {
     return true;
   }
 
+  /**
+   * Writes and waits for 'drain' only when the write returned false: Node emits 'drain' only after
+   * a write said so, and waiting otherwise stalled a replay for good after one event larger than
+   * the bound.
+   */
   async sendPaced(message: ProtoCloudEvent): Promise<boolean> {
     if (this.#closed) return false;
-    if (!this.#write(message, PROTO_ENCODING.size(message)) || this.#pending > this.#maxBytes) await this.#drained();
+    if (!this.#write(message, PROTO_ENCODING.size(message))) await this.#drained();
     return !this.#closed;
   }
 
@@ -347,8 +353,10 @@ class GrpcStreamWriter implements TailWriter<ProtoCloudEvent> {
 
   #write(message: ProtoCloudEvent, size: number): boolean {
     this.#pending += size;
+    this.#bound.wrote(size);
     return this.#call.write(message, () => {
       this.#pending -= size;
+      if (this.#pending === 0) this.#bound.emptied();
     });
   }
 

@@ -9,6 +9,7 @@ import type { CloudEvent } from '../../log/EventLog.ts';
 import type { LiveTail, TailRequest } from './live-tail.ts';
 import type { TailEncoding } from './tail-event.ts';
 import type { TailEndReason, TailMetrics, TailWriter } from './tail-subscriber.ts';
+import { BacklogBound } from './backlog-bound.ts';
 
 /** Events as they are: sized by their JSON length. */
 const EVENT_ENCODING: TailEncoding<CloudEvent> = { encode: (event) => event, size: (event) => JSON.stringify(event).length };
@@ -45,6 +46,7 @@ export function openTailStream(tail: LiveTail, request: TailStreamRequest): Tail
 /** A bounded queue between the tail (writer side) and one consumer (iterator side). */
 class QueueWriter implements TailWriter<CloudEvent> {
   readonly #max: number;
+  readonly #bound: BacklogBound;
   readonly #queue: Array<{ event: CloudEvent; size: number }> = [];
   #bytes = 0;
   #closed = false;
@@ -55,6 +57,7 @@ class QueueWriter implements TailWriter<CloudEvent> {
 
   constructor(maxBytes: number) {
     this.#max = maxBytes;
+    this.#bound = new BacklogBound(maxBytes);
   }
 
   get closed(): boolean {
@@ -64,7 +67,7 @@ class QueueWriter implements TailWriter<CloudEvent> {
   send(event: CloudEvent): boolean {
     if (this.#closed) return false;
     const size = EVENT_ENCODING.size(event);
-    if (this.#bytes > 0 && this.#bytes + size > this.#max) {
+    if (!this.#bound.admits(this.#bytes, size)) {
       this.close('slow');
       return false;
     }
@@ -92,6 +95,7 @@ class QueueWriter implements TailWriter<CloudEvent> {
         const next = this.#queue.shift();
         if (next) {
           this.#bytes -= next.size;
+          if (this.#bytes === 0) this.#bound.emptied();
           this.#wakeProducer?.();
           yield next.event;
           continue;
@@ -108,6 +112,7 @@ class QueueWriter implements TailWriter<CloudEvent> {
   #push(event: CloudEvent, size: number): void {
     this.#queue.push({ event, size });
     this.#bytes += size;
+    this.#bound.wrote(size);
     this.#wakeConsumer?.();
   }
 

@@ -2,11 +2,13 @@
  * One SSE response on the wire: headers flushed at once, the `retry:` field first, keepalive
  * comments while idle, and a bound on what the client may leave unread. A client whose unread
  * bytes would pass `sse.maxBufferedBytes` is disconnected (it reconnects with `Last-Event-ID` and
- * the log replays what it missed); nothing is ever buffered for it without bound.
+ * the log replays what it missed); nothing is ever buffered for it without bound. The bound is on
+ * the backlog, never on one event (`BacklogBound`): an event larger than it is still delivered.
  *
  * It knows bytes, not events: what to send, and when, is the subscriber's business.
  */
 import type { ServerResponse } from 'node:http';
+import { BacklogBound } from '../live-tail/backlog-bound.ts';
 import type { TailEndReason, TailWriter } from '../live-tail/tail-subscriber.ts';
 import { KEEPALIVE_FRAME, RESET_FRAME, SHUTDOWN_FRAME, retryFrame } from './sse-frame.ts';
 
@@ -36,6 +38,7 @@ const STREAM_HEADERS = {
 export class SseConnection implements TailWriter<Buffer> {
   readonly #res: ServerResponse;
   readonly #options: SseConnectionOptions;
+  readonly #bound: BacklogBound;
   #keepalive: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -43,7 +46,9 @@ export class SseConnection implements TailWriter<Buffer> {
   constructor(res: ServerResponse, options: SseConnectionOptions) {
     this.#res = res;
     this.#options = options;
+    this.#bound = new BacklogBound(options.maxBufferedBytes);
     res.once('close', () => this.close('client'));
+    res.on('drain', () => this.#bound.emptied());
   }
 
   /** True once the stream has ended, by us or by the client going away. */
@@ -65,14 +70,13 @@ export class SseConnection implements TailWriter<Buffer> {
 
   /**
    * Writes a frame now (live delivery). If the client already has unread bytes and this frame
-   * would take them past the limit, the client is dropped as a slow consumer instead. A frame
-   * onto an empty buffer always goes, so one event larger than the limit does not drop a client
-   * that keeps up. Returns false when the stream is (now) closed.
+   * would take them past the bound (`BacklogBound`: one event larger than the limit is allowed on
+   * top of it), the client is dropped as a slow consumer instead. Returns false when the stream is
+   * (now) closed.
    */
   send(frame: Buffer): boolean {
     if (this.#closed) return false;
-    const unread = this.#res.writableLength;
-    if (unread > 0 && unread + frame.length > this.#options.maxBufferedBytes) {
+    if (!this.#bound.admits(this.#res.writableLength, frame.length)) {
       this.close('slow');
       return false;
     }
@@ -116,6 +120,7 @@ export class SseConnection implements TailWriter<Buffer> {
   #write(frame: Buffer): boolean {
     // Any write proves the connection alive: the keepalive waits a full interval from here.
     this.#keepalive?.refresh();
+    this.#bound.wrote(frame.length);
     return this.#res.write(frame);
   }
 

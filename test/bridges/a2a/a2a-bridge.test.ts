@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
+import { AgentCard, Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeAll, eventually, gatewayYaml, getJson, startTestGateway } from '../../support/gateway.ts';
@@ -40,16 +40,43 @@ async function sendBlocking(client: Client, command: unknown): Promise<Task> {
 }
 
 describe('A2A agent card', () => {
-  it('is public, names the JSON-RPC endpoint, streams, and has one skill per command type', async () => {
+  it('is public, names the JSON-RPC endpoint, streams; one skill per command type on the extended card only', async () => {
     const { gw, client } = await gatewayWithClient();
-    const card = await client.getAgentCard();
-    expect(card.name).toBe('proto-gateway');
-    expect(card.supportedInterfaces[0]).toMatchObject({ url: `${gw.url}a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
-    expect(card.capabilities?.streaming).toBe(true);
+    const publicCard = AgentCard.fromJSON((await getJson(`${gw.url}.well-known/agent-card.json`)).body);
+    expect(publicCard.name).toBe('proto-gateway');
+    expect(publicCard.supportedInterfaces[0]).toMatchObject({ url: `${gw.url}a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    expect(publicCard.capabilities?.streaming).toBe(true);
+    expect(publicCard.capabilities?.extendedAgentCard).toBe(true);
+    expect(publicCard.skills).toEqual([]);
+    const card = await client.getAgentCard(); // the SDK client reads the extended card when the public one announces it
     expect(card.skills).toEqual([expect.objectContaining({ id: 'place-order', name: 'PlaceOrder', description: 'Place an order', tags: expect.arrayContaining(['orders']) })]);
     expect(card.skills[0]?.examples[0]).toContain('"type":"PlaceOrder"');
     const { body } = await getJson(`${gw.url}.well-known/proto`);
     expect(body.PROTO.services['io.proto.agents'].a2a).toEqual({ agent_card_url: `${gw.url}.well-known/agent-card.json` });
+  });
+
+  it('leaves the catalogue out of the public card (a2a.publicSkills false) and gives it to read callers on the extended card only', async () => {
+    const { gw } = await gatewayWithClient('auth: { type: apiKey, header: X-Api-Key, keys: [{ id: reader, key: r1, scopes: [read] }, { id: none, key: n1, scopes: [] }] }\n');
+    const { body: publicCard } = await getJson(`${gw.url}.well-known/agent-card.json`);
+    expect(publicCard.skills ?? []).toEqual([]);
+    expect(JSON.stringify(publicCard)).not.toContain('PlaceOrder');
+    const extended = (key?: string) => getJson(`${gw.url}a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...(key && { 'x-api-key': key }) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} }),
+    });
+    expect((await extended()).status).toBe(401);
+    expect((await extended('n1')).status).toBe(403);
+    const { status, body } = await extended('r1');
+    expect(status).toBe(200);
+    expect(body.result.skills.map((s: { name: string }) => s.name)).toEqual(['PlaceOrder']);
+  });
+
+  it('with a2a.publicSkills true, the public card lists the skills', async () => {
+    const { orders } = await exampleBackends();
+    const gw = await startTestGateway(gatewayYaml(`a2a: { publicSkills: true }\nbackends:\n${ordersBackend(orders.url)}`));
+    const { body } = await getJson(`${gw.url}.well-known/agent-card.json`);
+    expect(body.skills.map((s: { name: string }) => s.name)).toEqual(['PlaceOrder']);
   });
 
   it('declares the apiKey scheme of the auth config, and the endpoint refuses calls without a key', async () => {
