@@ -217,6 +217,28 @@ describe('auth.type oauth2: bearer tokens of the identity provider', () => {
     expect(mcp.headers.get('www-authenticate')).toContain(`resource_metadata="${gw.url}.well-known/oauth-protected-resource"`);
   });
 
+  it('the A2A agent card declares the oauth2 (client credentials) and openIdConnect schemes, and the key beside them; A2A calls take the token', async () => {
+    const provider = await idp();
+    const gw = await startTestGateway(oauth2Yaml(provider, 'a2a: { enabled: true }'));
+    const card = (await getJson(`${gw.url}.well-known/agent-card.json`)).body;
+    expect(card.securitySchemes.oauth2.oauth2SecurityScheme.flows.clientCredentials).toMatchObject({
+      tokenUrl: provider.tokenUrl,
+      scopes: { read: expect.any(String), write: expect.any(String), admin: expect.any(String) },
+    });
+    expect(card.securitySchemes.openIdConnect.openIdConnectSecurityScheme.openIdConnectUrl).toBe(`${provider.issuer}/.well-known/openid-configuration`);
+    expect(card.securitySchemes.apiKey).toBeDefined();
+    const call = (token?: string) => getJson(`${gw.url}a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', ...(token && { authorization: `Bearer ${token}` }) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
+    });
+    expect((await call()).status).toBe(401);
+    expectRefused(await call(await craft(provider, { iss: 'http://127.0.0.1:1/x' })), 'issuer', /issuer/);
+    const ok = await call(await provider.token(reader));
+    expect(ok.status).toBe(200);
+    expect(ok.body.error).toBeUndefined();
+  });
+
   it('takes the token from the query parameter only when auth.oauth2.queryParam is set (EventSource)', async () => {
     const provider = await idp();
     const token = await provider.token(reader);

@@ -130,11 +130,13 @@ function makeProvider(issuer: string, keys: JWK[], clients: TestClient[], ttl: n
         enabled: true,
         defaultResource: () => RESOURCE,
         useGrantedResource: () => true,
+        // Every resource but OPAQUE_RESOURCE (the gateway's own URL too, as an MCP client asks
+        // for it, RFC 8707) gets JWTs for the audience proto-gateway.
         getResourceServerInfo: (_ctx: unknown, resource: string) => ({
           scope: scopes.join(' '),
-          audience: resource === RESOURCE ? 'proto-gateway' : 'opaque-gateway',
+          audience: resource === OPAQUE_RESOURCE ? 'opaque-gateway' : 'proto-gateway',
           accessTokenTTL: ttl,
-          accessTokenFormat: resource === RESOURCE ? 'jwt' : 'opaque',
+          accessTokenFormat: resource === OPAQUE_RESOURCE ? 'opaque' : 'jwt',
           jwt: { sign: { alg: 'RS256' } },
         }),
       },
