@@ -2,68 +2,57 @@
  * Wiring: builds the gateway's component graph from a loaded configuration, once, at boot
  * (STYLE.md: "assemble at boot, not per request"). Protocol logic knows nothing of this file.
  */
-import { redisStoreOptions } from './storage/redis.ts';
 import pino, { type Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { BackendDirectory } from './backends/directory.ts';
-import { pinnedConnections } from './egress/pinned-connections.ts';
+import { createBackends } from './backends/create-backends.ts';
+import type { BackendDirectory } from './backends/directory.ts';
+import { createA2a } from './bridges/a2a/create-a2a.ts';
+import { createGrpc } from './bridges/grpc/create-grpc.ts';
+import { PROTO_DIR, type GrpcBridge } from './bridges/grpc/grpc-bridge.ts';
+import { createLiveTail } from './bridges/live-tail/create-live-tail.ts';
+import { createMcp } from './bridges/mcp/create-mcp.ts';
+import { createSse } from './bridges/sse/create-sse.ts';
+import { createWebhooks } from './bridges/webhooks/create-webhooks.ts';
+import type { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
+import { createCommandPath } from './command-path.ts';
+import type { CommandStore } from './commands/CommandStore.ts';
+import { SqliteCommandStore } from './commands/sqlite-store.ts';
 import type { GatewayConfig } from './config/types.ts';
+import { consoleRoutes } from './console/console-routes.ts';
+import type { Resolver } from './egress/ssrf-guard.ts';
 import { Admission } from './edge/admission.ts';
 import { OAuth2Identity } from './edge/oauth2/oauth2-identity.ts';
 import { credentialCarriers } from './edge/credentials.ts';
-import { admissionMetrics } from './metrics/admission.ts';
 import { createCors } from './http/cors.ts';
-import { protectedResourceRoutes } from './http/routes/protected-resource.ts';
-import { discoveryRoutes } from './http/routes/discovery.ts';
-import { docsRoutes } from './http/routes/docs.ts';
-import { opsRoutes } from './http/routes/ops.ts';
-import { passThroughRoutes } from './http/routes/passthrough.ts';
 import type { Route } from './http/route.ts';
 import { Router } from './http/router.ts';
-import { createHttpServer } from './http/server.ts';
-import { EventCatalogue } from './catalogue/event-catalogue.ts';
+import { discoveryRoutes } from './http/routes/discovery.ts';
+import { protectedResourceRoutes } from './http/routes/protected-resource.ts';
+import { docsRoutes } from './http/routes/docs.ts';
 import { eventRoutes, filterOf, readEventPage } from './http/routes/events.ts';
-import { mcpBridge } from './bridges/mcp/mcp-bridge.ts';
-import { mcpMetrics } from './metrics/mcp.ts';
-import { IngestorSet, type Ingestor } from './ingest/ingestors.ts';
-import { RedisIngestionLeases } from './ingest/redis-leases.ts';
-import type { EventLog } from './log/EventLog.ts';
-import { openEventLog } from './log/open-log.ts';
-import { Pruner } from './log/pruner.ts';
-import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';
-import { GrpcBridge, PROTO_DIR } from './bridges/grpc/grpc-bridge.ts';
-import { grpcMetrics } from './metrics/grpc.ts';
+import { opsRoutes } from './http/routes/ops.ts';
+import { passThroughRoutes } from './http/routes/passthrough.ts';
 import { protoFileRoutes } from './http/routes/proto-files.ts';
-import { PublicManifest } from './manifest/public-manifest.ts';
-import { backendMetrics } from './metrics/backends.ts';
-import { httpMetrics } from './metrics/http.ts';
-import { ingestMetrics } from './metrics/ingest.ts';
-import { logMetrics, retentionHeldBack } from './metrics/log.ts';
-import { sseMetrics } from './metrics/sse.ts';
-import { redisMetrics } from './metrics/redis.ts';
-import { sseBridge } from './bridges/sse/sse-bridge.ts';
-import { LiveTail } from './bridges/live-tail/live-tail.ts';
-import { GATEWAY_VERSION } from './version.ts';
-import { createCommandPath, type CommandPath } from './command-path.ts';
-import { SsrfGuard, type Resolver } from './egress/ssrf-guard.ts';
-import { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
-import { fanOutReader } from './bridges/webhooks/fan-out.ts';
-import { subscriptionRoutes } from './bridges/webhooks/subscription-routes.ts';
-import { webhookMetrics } from './metrics/webhooks.ts';
-import { createQueryPath } from './query-path.ts';
 import { serviceRoutes } from './http/routes/services.ts';
 import { statusRoutes } from './http/routes/status.ts';
-import { registryMetrics } from './metrics/registry.ts';
-import { openRegistryStore } from './registry/open-registry-store.ts';
-import { RedisReadiness } from './storage/redis-readiness.ts';
-import type { CommandStore } from './commands/CommandStore.ts';
-import { SqliteCommandStore } from './commands/sqlite-store.ts';
-import { ServiceRegistry } from './registry/service-registry.ts';
+import { createHttpServer } from './http/server.ts';
+import { createIngestion } from './ingest/create-ingestion.ts';
+import type { Ingestor } from './ingest/ingestors.ts';
 import { Lifecycle } from './lifecycle.ts';
-import { a2aBridge } from './bridges/a2a/a2a-bridge.ts';
-import { openTaskStore } from './bridges/a2a/open-task-store.ts';
-import { a2aMetrics } from './metrics/a2a.ts';
-import { consoleRoutes } from './console/console-routes.ts';
+import { createRetention } from './log/create-retention.ts';
+import type { EventLog } from './log/EventLog.ts';
+import { openEventLog } from './log/open-log.ts';
+import { createManifest } from './manifest/create-manifest.ts';
+import type { PublicManifest } from './manifest/public-manifest.ts';
+import { admissionMetrics } from './metrics/admission.ts';
+import { httpMetrics } from './metrics/http.ts';
+import { logMetrics } from './metrics/log.ts';
+import { redisMetrics } from './metrics/redis.ts';
+import { createQueryPath } from './query-path.ts';
+import { createRegistry } from './registry/create-registry.ts';
+import type { ServiceRegistry } from './registry/service-registry.ts';
+import { RedisReadiness } from './storage/redis-readiness.ts';
+import { GATEWAY_VERSION } from './version.ts';
 
 export type { Component } from './lifecycle.ts';
 
@@ -168,7 +157,7 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
     where.publicUrl ||= url;
     if (identity) life.add(identity);
-    const parts = await assemble({ config, options, logger, registry, log, life, url, state, admission, identity });
+    const parts = await assemble({ config, options, logger, registry, log, life, url, admission, identity });
     router.add(parts.routes);
     storageUp = parts.storageUp;
     // Runtime services join the directory before anything starts: a paused one never delivers or reads.
@@ -193,122 +182,68 @@ interface AssembleInput {
   log: EventLog;
   life: Lifecycle;
   url: string;
-  state: { ready: boolean; stopping: boolean };
   admission: Admission;
   identity: OAuth2Identity | undefined;
 }
 
-/** The features, built from the configuration; each component joins `life` as soon as it exists. */
+/**
+ * The features, in order, and what each needs; each joins `life` as soon as it exists (so they
+ * start in this order and close in reverse). The order is the dependency order: backends before
+ * what talks to them, the stores before what writes to them, the live tail before the push bridges.
+ */
 async function assemble(input: AssembleInput) {
   const { config, options, logger, registry, log, life, admission, identity } = input;
   const tokenUrl = () => identity?.provider.known.tokenEndpoint;
   const publicUrl = config.server.publicUrl ?? input.url;
-  // One guard for runtime-registered services: checked at registration, and pinned at every connect.
-  const registryGuard = new SsrfGuard({
-    allowHttp: true,
-    allowPublic: false,
-    allowPrivateNetworks: config.registry.allowNetworks,
-    resolver: options.resolver,
-    refusal: { code: 'SERVICE_ENDPOINT_REJECTED', field: 'endpoint' },
-  });
-  const runtimeConnections = pinnedConnections(registryGuard);
-  life.add({ close: () => runtimeConnections.close() });
-  const backends = new BackendDirectory(config.backends, publicUrl, logger, runtimeConnections);
-  // Started by startGateway itself, after runtime services are restored; closed here.
-  life.add({ close: () => backends.close() });
-  backendMetrics(registry, backends);
-  const capabilities = gatewayCapabilitySpecs(config);
-  const catalogue = life.add(new EventCatalogue({ publicUrl, log, backends, logger }));
-  // Built later in this function (it needs the command path); the manifest reads its port lazily.
+  const common = { registry, logger, life };
+  const { backends, endpointGuard } = createBackends({ config, publicUrl, resolver: options.resolver, ...common });
+  // The gRPC bridge is built later (it needs the command path); the manifest reads its port lazily.
   let grpc: GrpcBridge | undefined;
-  const manifest = new PublicManifest({
-    protocolVersion: config.protocol.version,
-    gatewayVersion: GATEWAY_VERSION,
-    publicUrl,
-    auth: config.auth,
-    tokenUrl,
-    capabilities,
-    backends,
-    transports: () => gatewayTransports(config, publicUrl, grpc?.port, tokenUrl()),
-  });
+  const { catalogue, manifest, capabilities } = createManifest({ config, publicUrl, backends, log, logger, life, grpcPort: () => grpc?.port, tokenUrl });
   identity?.provider.onDiscovered(() => manifest.invalidate());
   const carriers = credentialCarriers(config.auth);
-  const queries = createQueryPath({
-    publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger,
-  });
+  const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger });
   life.add(queries.catalogue);
-  const leases = config.storage.driver === 'redis' ? await openIngestionLeases(config.storage) : undefined;
-  if (leases) life.add({ close: () => leases.close() });
-  const ingestors = life.add(new IngestorSet({ backends, log, publicUrl, logger, metrics: ingestMetrics(registry), ...(leases && { leases }) }));
+  const ingestors = await createIngestion({ storage: config.storage, backends, log, publicUrl, ...common });
   const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
-  const registryStore = await openRegistryStore(config.storage);
-  life.add({ close: () => registryStore.close() });
-  const webhooks = life.add(new WebhookBridge({
-    config: config.webhooks,
+  const services = await createRegistry({
     storage: config.storage,
-    log,
-    metrics: webhookMetrics(registry),
-    logger,
-    isKnownService: (id): boolean => services.isKnown(id),
-    resolver: options.resolver,
-  }));
-  // After the webhooks: retention never passes the fan-out's durable position.
-  life.add(new Pruner(log, config.events.retention, logger, { readers: [fanOutReader(log)], onHeldBack: retentionHeldBack(registry) }));
-  const commands = await createCommandPath({
-    config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types),
+    backends,
+    guard: endpointGuard,
+    accepts: (id) => commands.catalogue.typesOf(id),
+    produces: (id) => catalogue.typesOf(id),
+    onRemoved: (id): Promise<string[]> => webhooks.bridge.subscriptions.deleteByService(id),
+    ...common,
   });
+  const webhooks = createWebhooks({ config, log, isKnownService: (id) => services.isKnown(id), resolver: options.resolver, ...common });
+  // After the webhooks: retention never passes the fan-out's durable position.
+  createRetention({ log, retention: config.events.retention, readers: webhooks.retentionReaders, ...common });
+  const commands = await createCommandPath({ config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types) });
   for (const component of commands.components) life.add(component);
-  // One live tail feeds every push transport; it follows the correlation aliases the dispatcher learns.
-  const tail = life.add(new LiveTail({ source: log, logger }));
-  commands.aliases.watch((id, alias) => tail.addAlias(id, alias));
-  const sse = sseBridge({ config: config.sse, streams: admission.streams, tail, backends, metrics: sseMetrics(registry), logger, correlationAliases: commands.aliases });
-  life.add(sse.hub);
-  const mcp = config.mcp.enabled ? mcpBridge({
+  const tail = createLiveTail({ log, aliases: commands.aliases, logger, life });
+  const sse = createSse({ config: config.sse, admission, tail, backends, correlationAliases: commands.aliases, ...common });
+  const eventPages = { log, events: config.events, correlationAliases: commands.store };
+  const mcp = createMcp({
     config: config.mcp,
     surface: {
       commands,
       queries,
-      events: {
-        catalogue,
-        page: (query) => readEventPage({ log, events: config.events, correlationAliases: commands.store }, query),
-        filter: (query) => filterOf(query, undefined),
-      },
+      events: { catalogue, page: (query) => readEventPage(eventPages, query), filter: (query) => filterOf(query, undefined) },
       manifest,
       tail,
     },
     aliases: commands.aliases,
     admission,
-    serverVersion: GATEWAY_VERSION,
-    metrics: mcpMetrics(registry),
-    logger,
-  }) : undefined;
-  if (mcp) life.add(mcp.sessions);
-  const a2a = config.a2a.enabled ? await a2aFront({ config, publicUrl, commands, tail, registry, logger, life, webhooks, admission, tokenUrl }) : undefined;
-  grpc = config.grpc && life.add(new GrpcBridge({
-    config: config.grpc,
-    admission,
-    maxMessageBytes: config.server.bodyLimitBytes,
-    maxJsonDepth: config.server.maxJsonDepth,
-    tail,
-    log,
-    events: config.events,
-    aliases: commands.aliases,
-    ingestion: commands.ingestion,
-    maxBufferedBytes: config.sse.maxBufferedBytes,
-    closeOnTerminal: config.sse.closeOnTerminal,
-    metrics: grpcMetrics(registry),
-    logger: logger.child({ component: 'grpc' }),
-  }));
-  const services = new ServiceRegistry({
-    backends,
-    store: registryStore,
-    guard: registryGuard,
-    accepts: (id) => commands.catalogue.typesOf(id),
-    produces: (id) => catalogue.typesOf(id),
-    onRemoved: (id): Promise<string[]> => webhooks.subscriptions.deleteByService(id),
-    metrics: registryMetrics(registry),
-    logger,
+    ...common,
   });
+  const a2a = await createA2a({
+    config, publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail,
+    post: (url, headers, body, signal) => webhooks.bridge.client.post(url, headers, body, signal),
+    admission,
+    tokenUrl,
+    ...common,
+  });
+  grpc = createGrpc({ config, tail, log, aliases: commands.aliases, ingestion: commands.ingestion, admission, ...common });
   const routes: Route[] = [
     ...discoveryRoutes(manifest),
     ...protectedResourceRoutes(config.auth, publicUrl),
@@ -316,7 +251,7 @@ async function assemble(input: AssembleInput) {
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
     ...sse.routes,
     ...protoFileRoutes(PROTO_DIR),
-    ...subscriptionRoutes(webhooks.subscriptions),
+    ...webhooks.routes,
     ...commands.routes,
     ...queries.routes,
     ...serviceRoutes(services),
@@ -343,25 +278,7 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   const storageUp = (): boolean => storageReady(storageReadiness, commands.store);
-  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks, routes, grpc, storageUp };
-}
-
-/** The A2A bridge with its task store, both joined to `life` (the store closes after the executor). */
-async function a2aFront(input: {
-  config: GatewayConfig; publicUrl: string; commands: CommandPath; tail: LiveTail; registry: Registry; logger: Logger; life: Lifecycle;
-  webhooks: WebhookBridge; admission: Admission; tokenUrl: () => string | undefined;
-}) {
-  const { config, commands, life } = input;
-  const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
-  life.add({ close: () => taskStore.close() });
-  const bridge = a2aBridge({
-    config, publicUrl: input.publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail: input.tail,
-    taskStore, metrics: a2aMetrics(input.registry), admission: input.admission, tokenUrl: input.tokenUrl, logger: input.logger.child({ component: 'a2a' }),
-    post: (url, headers, body, signal) => input.webhooks.client.post(url, headers, body, signal),
-  });
-  life.add(bridge.executor);
-  life.add(bridge.pushSender);
-  return bridge;
+  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks: webhooks.bridge, routes, grpc, storageUp };
 }
 
 /** Whether the store takes writes: Redis answers, or the SQLite command store's writer thread is up. */
@@ -386,11 +303,4 @@ function defaultRegistry(): Registry {
 function once(fn: () => Promise<void>): () => Promise<void> {
   let result: Promise<void> | undefined;
   return () => (result ??= fn());
-}
-
-/** The ingestion leases of `storage.driver: redis` (one replica follows each backend), connected. */
-async function openIngestionLeases(storage: GatewayConfig['storage']): Promise<RedisIngestionLeases> {
-  const leases = new RedisIngestionLeases(redisStoreOptions(storage));
-  await leases.open();
-  return leases;
 }

@@ -51,6 +51,11 @@ export const a2aSection: ConfigSection<'a2a'> = {
         "$ref": "#/definitions/duration",
         "description": "A task is forgotten this long after its last update. Default 24h.",
         "default": "24h"
+      },
+      "publicSkills": {
+        "type": "boolean",
+        "description": "The public agent card lists the command catalogue as skills. Default false: only the authenticated extended card (GetExtendedAgentCard, scope read) carries it.",
+        "default": false
       }
     }
   },

@@ -26,6 +26,11 @@ export const mcpSection: ConfigSection<'mcp'> = {
         "$ref": "#/definitions/duration",
         "description": "An idle session is closed after this long. Default 30m.",
         "default": "30m"
+      },
+      "maxSessionsPerPrincipal": {
+        "type": "integer",
+        "description": "Open MCP sessions per principal at most (beyond: 429 QUOTA_EXCEEDED). Default half of maxSessions.",
+        "minimum": 1
       }
     }
   },

@@ -27,15 +27,14 @@ export const sseSection: ConfigSection<'sse'> = {
       },
       "maxConnections": {
         "type": "integer",
-        "description": "Open streams at most (more: 429 TOO_MANY_STREAMS). Default 10000.",
+        "description": "Open streams at most, counting SSE, gRPC Subscribe, MCP session streams and A2A streaming calls together (more: 429 TOO_MANY_STREAMS). Default 10000.",
         "minimum": 1,
         "default": 10000
       },
       "maxConnectionsPerPrincipal": {
         "type": "integer",
-        "description": "Open streams per principal at most. Default 1000.",
-        "minimum": 1,
-        "default": 1000
+        "description": "Open streams per principal at most, counting SSE, gRPC Subscribe, MCP session streams and A2A streaming calls together. Default 1000, and at most half of maxConnections.",
+        "minimum": 1
       },
       "closeOnTerminal": {
         "type": "boolean",

@@ -1,0 +1,51 @@
+/**
+ * The A2A feature (`a2a.enabled`, default on): the agent, its task store and push notifications
+ * (posted through the egress delivery client handed in as `post`), joined to `life` (the store
+ * closes after the executor).
+ */
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
+import type { CommandIngestion } from '../../commands/ingestion.ts';
+import type { GatewayConfig } from '../../config/types.ts';
+import type { Admission } from '../../edge/admission.ts';
+import type { Lifecycle } from '../../lifecycle.ts';
+import { a2aMetrics } from '../../metrics/a2a.ts';
+import type { AliasSource } from '../live-tail/aliases.ts';
+import type { LiveTail } from '../live-tail/live-tail.ts';
+import { a2aBridge, type A2aBridge, type A2aBridgeOptions } from './a2a-bridge.ts';
+import { openTaskStore } from './open-task-store.ts';
+
+/** What A2A needs. */
+export interface A2aDeps {
+  config: GatewayConfig;
+  publicUrl: string;
+  catalogue: CommandCatalogue;
+  ingestion: CommandIngestion;
+  aliases: AliasSource;
+  tail: LiveTail;
+  /** Posts a push notification through the SSRF-guarded delivery client. */
+  post: A2aBridgeOptions['post'];
+  /** The one admission path: method scopes and the stream pool. */
+  admission: Admission;
+  /** With `auth.type: oauth2`: the token endpoint the card's security schemes name, once known. */
+  tokenUrl?: () => string | undefined;
+  registry: Registry;
+  logger: Logger;
+  life: Lifecycle;
+}
+
+/** The A2A bridge with its task store, or undefined when `a2a.enabled` is false. */
+export async function createA2a(deps: A2aDeps): Promise<A2aBridge | undefined> {
+  const { config, life } = deps;
+  if (!config.a2a.enabled) return undefined;
+  const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
+  life.add({ close: () => taskStore.close() });
+  const bridge = a2aBridge({
+    config, publicUrl: deps.publicUrl, catalogue: deps.catalogue, ingestion: deps.ingestion, aliases: deps.aliases, tail: deps.tail,
+    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, tokenUrl: deps.tokenUrl, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
+  });
+  life.add(bridge.executor);
+  life.add(bridge.pushSender);
+  return bridge;
+}
