@@ -21,6 +21,7 @@ import type { GatewayConfig } from './config/types.ts';
 import { consoleRoutes } from './console/console-routes.ts';
 import type { Resolver } from './egress/ssrf-guard.ts';
 import { Admission } from './edge/admission.ts';
+import { AccessRules } from './edge/access-rules.ts';
 import { OAuth2Identity } from './edge/oauth2/oauth2-identity.ts';
 import { credentialCarriers } from './edge/credentials.ts';
 import { createCors } from './http/cors.ts';
@@ -202,7 +203,7 @@ async function assemble(input: AssembleInput) {
   const { catalogue, manifest, capabilities } = createManifest({ config, publicUrl, backends, log, logger, life, grpcPort: () => grpc?.port, tokenUrl });
   identity?.provider.onDiscovered(() => manifest.invalidate());
   const carriers = credentialCarriers(config.auth);
-  const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger });
+  const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, access: new AccessRules(config.backends), registry, logger });
   life.add(queries.catalogue);
   const ingestors = await createIngestion({ storage: config.storage, backends, log, publicUrl, ...common });
   const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;

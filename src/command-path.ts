@@ -5,6 +5,7 @@
  * runtime gets its adapter, a removed one loses it (its undelivered commands stay in the outbox);
  * the dispatcher skips paused backends and looks again when one is resumed.
  */
+import { AccessRules } from './edge/access-rules.ts';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { BackendDirectory } from './backends/directory.ts';
@@ -88,7 +89,7 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
   const purger = idempotencyPurger(store, config.commands.idempotencyWindowMs, logger);
   return {
     components: [{ close: () => store.close() }, rateLimit, catalogue, purger, dispatcher],
-    routes: commandRoutes({ catalogue, ingestion, backends }),
+    routes: commandRoutes({ catalogue, ingestion, backends, access: new AccessRules(config.backends) }),
     store,
     catalogue,
     dispatcher,

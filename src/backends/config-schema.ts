@@ -18,6 +18,12 @@ export const backendsSchema: JsonSchema = {
 
 /** `definitions` used only by backends. */
 export const backendsDefinitions: Record<string, JsonSchema> = {
+  "access": {
+    "type": "array",
+    "minItems": 1,
+    "items": { "type": "string", "minLength": 1 },
+    "description": "Who sees and may use this backend, command or query: a caller holding any of these values (a gateway scope read/write/admin, or a value of its token's scope claim, e.g. a role). Hidden things are absent for the caller: not listed, and using one is 404 / UNKNOWN_COMMAND_TYPE. Default: everyone with the operation's scope."
+  },
   "backendId": {
     "type": "string",
     "pattern": "^[a-z][a-z0-9-]*$",
@@ -183,6 +189,9 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
         },
         "default": {}
       },
+      "access": {
+        "$ref": "#/definitions/access"
+      },
       "forwardIdentity": {
         "type": "string",
         "enum": ["none", "header", "token"],
@@ -292,6 +301,9 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
         },
         "default": {}
       },
+      "access": {
+        "$ref": "#/definitions/access"
+      },
       "forwardIdentity": {
         "type": "string",
         "enum": ["none", "header", "token"],
@@ -335,6 +347,9 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
       "request"
     ],
     "properties": {
+      "access": {
+        "$ref": "#/definitions/access"
+      },
       "type": {
         "$ref": "#/definitions/pascalName",
         "description": "Command type (PascalCase); must equal $pascal(schema)."
@@ -446,6 +461,9 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
       "request"
     ],
     "properties": {
+      "access": {
+        "$ref": "#/definitions/access"
+      },
       "schema": {
         "$ref": "#/definitions/kebabName",
         "description": "Catalogue schema name (kebab-case), the {schema} of /queries/{schema}."

@@ -26,6 +26,8 @@ export interface Submission {
   readBody(): Promise<unknown>;
   /** W3C trace context to carry to the backend. */
   traceparent?: string;
+  /** Whether the caller may see the command (per-caller catalogues); a hidden type is refused as unknown. */
+  visible?: (entry: CommandEntry) => boolean;
 }
 
 /** What the caller gets: the first answer to this command id (`replayed` when it is a repeat). */
@@ -114,8 +116,10 @@ function envelopeStep(draft: Draft): void {
 function lookupStep(catalogue: CommandCatalogue): Step {
   return (draft) => {
     const { type } = draft.envelope!;
-    const entry = catalogue.byType(type);
-    const { service } = draft.submission;
+    const { service, visible } = draft.submission;
+    const found = catalogue.byType(type);
+    // A command the caller may not see is absent for it: the same answers as an unknown type.
+    const entry = found && visible && !visible(found) ? undefined : found;
     if (service !== undefined && entry?.backend !== service) {
       throw new ProtoError('COMMAND_NOT_ACCEPTED', `service "${service}" does not accept ${type}`, { type, service });
     }

@@ -200,6 +200,8 @@ interface BackendCommon {
   circuit: { failures: number; cooldownMs: number };
   /** Headers added to every request to this backend. */
   headers: Record<string, string>;
+  /** Who sees and may use this backend (any of these values; `edge/access-rules.ts`); absent = everyone. */
+  access?: string[];
   /** What the backend learns of the caller (`none` by default; see `backends/identity-headers.ts`). */
   forwardIdentity: ForwardIdentity;
 }
@@ -225,6 +227,8 @@ export interface LegacyBackendConfig extends BackendCommon {
 
 export interface LegacyCommandConfig {
   type: string;
+  /** Who sees and may send it (any of these values); absent = everyone who sees the backend. */
+  access?: string[];
   schema: string;
   version: string;
   description?: string;
@@ -239,6 +243,8 @@ export interface LegacyCommandConfig {
 
 export interface LegacyQueryConfig {
   schema: string;
+  /** Who sees and may run it (any of these values); absent = everyone who sees the backend. */
+  access?: string[];
   version: string;
   description?: string;
   parameters?: Record<string, unknown>;

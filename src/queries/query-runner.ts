@@ -37,6 +37,8 @@ export interface QueryRequest {
   backendId?: string;
   /** The caller, for backends with `forwardIdentity`. */
   caller?: ForwardedCaller;
+  /** Whether the caller may see the query (per-caller catalogues); a hidden one is refused as unknown. */
+  visible?: (entry: QueryEntry) => boolean;
 }
 
 /** Runs queries; one per gateway, built at boot. */
@@ -52,7 +54,7 @@ export class QueryRunner {
     const started = performance.now();
     let schema = 'unknown';
     try {
-      const entry = this.#o.catalogue.resolve(request.schema, request.backendId);
+      const entry = this.#o.catalogue.resolve(request.schema, request.backendId, request.visible);
       schema = entry.schema;
       const result = await this.#execute(entry, request);
       this.#observe(schema, result.status < 400 ? 'ok' : 'backend_rejected', started);
