@@ -4,6 +4,8 @@
  * tokens of a real OpenID provider whose realm roles (a nested claim) both grant gateway scopes and
  * open restricted entries; API keys match by their scopes.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeAll, gatewayYaml, getJson, startTestGateway, track } from '../support/gateway.ts';
 import { startTestIdp, type TestClient } from '../support/oidc-provider.ts';
@@ -88,5 +90,27 @@ describe('per-caller catalogues (access)', () => {
     const anonymous = (await getJson(`${gw.url}.well-known/proto`)).body;
     expect((await getJson(`${gw.url}.well-known/proto`, { headers: clerk })).body).toEqual(anonymous);
     expect((await getJson(`${gw.url}.well-known/proto`, { headers: manager })).body).toEqual(anonymous);
+  });
+
+  it('MCP: the command catalogue tool lists only what the caller may send, and sending a hidden one is refused as unknown', async () => {
+    const { gw, clerk, manager } = await setup();
+    const connect = async (headers: Record<string, string>) => {
+      const client = new Client({ name: 'access-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}mcp`), { requestInit: { headers } }));
+      track({ close: () => client.close() });
+      return client;
+    };
+    const listed = async (client: Client) => {
+      const result = await client.callTool({ name: 'get_command_catalogue', arguments: {} });
+      return JSON.parse((result.content as Array<{ text: string }>)[0]!.text).commands.map((c: any) => c.schema).sort();
+    };
+    const asClerk = await connect(clerk);
+    expect(await listed(asClerk)).toEqual(['place-order']);
+    expect(await listed(await connect(manager))).toEqual(['cancel-all-orders', 'open-vault', 'place-order']);
+    const hidden = await asClerk.callTool({ name: 'send_command', arguments: { schema: 'cancel-all-orders', version: '1.0', data: {} } });
+    const absent = await asClerk.callTool({ name: 'send_command', arguments: { schema: 'no-such-thing', version: '1.0', data: {} } });
+    expect(hidden.isError).toBe(true);
+    expect((hidden.content as Array<{ text: string }>)[0]!.text).toContain('UNKNOWN_COMMAND_TYPE');
+    expect((absent.content as Array<{ text: string }>)[0]!.text).toContain('UNKNOWN_COMMAND_TYPE');
   });
 });

@@ -5,6 +5,7 @@
  * wrong (MCP clients show the model only that text); arguments are checked against the closed
  * input schemas first.
  */
+import type { AccessRules } from '../../edge/access-rules.ts';
 import { randomUUID } from 'node:crypto';
 import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
@@ -26,7 +27,7 @@ import { compileArgumentChecks, TOOL_DEFINITIONS, type ToolName } from './mcp-to
 
 /** The gateway surface the tools run on. */
 export interface ToolSurface {
-  commands: { catalogue: CommandCatalogue; ingestion: CommandIngestion };
+  commands: { catalogue: CommandCatalogue; ingestion: CommandIngestion; access?: AccessRules };
   queries: { catalogue: QueryCatalogue; runner: QueryRunner };
   events: {
     catalogue: EventCatalogue;
@@ -90,8 +91,9 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
     return sendCommand(commands.ingestion, args, session);
   };
   return new Map<ToolName, Tool>([
-    ['get_command_catalogue', async () => ({ commands: commands.catalogue.list() })],
-    ['get_command_schema', async (a) => commands.catalogue.schemaDocument(String(a.schema), String(a.version))],
+    // Per-caller catalogue: what the caller may not send is not listed (the schema is refused as unknown).
+    ['get_command_catalogue', async (_a, s) => ({ commands: commands.catalogue.list(undefined, (e) => commands.access?.command(s.principal, e) ?? true) })],
+    ['get_command_schema', async (a, s) => commands.catalogue.schemaDocument(String(a.schema), String(a.version), undefined, (e) => commands.access?.command(s.principal, e) ?? true)],
     ['send_command', async (a, s) => {
       // The follow outlives the call: it pushes the command's events to the session until they settle.
       const { id } = await send(a, s);
@@ -133,7 +135,7 @@ async function sendCommand(ingestion: CommandIngestion, args: Args, session: Too
   // Subscribe first: an event appended between the 201 and the subscription would be missed.
   const follow = await session.follow(id);
   try {
-    await ingestion.submit({ principal: session.principal.id, readBody: async () => envelope, traceparent: newTraceparent() });
+    await ingestion.submit({ principal: session.principal.id, caller: session.principal, readBody: async () => envelope, traceparent: newTraceparent() });
   } catch (err) {
     follow.close();
     throw err;

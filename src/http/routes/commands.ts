@@ -35,7 +35,7 @@ export function commandRoutes(options: CommandRoutesOptions): Route[] {
       principal: ctx.principal.id,
       readBody: () => ctx.json(),
       traceparent: ctx.traceparent,
-      visible: visible(ctx),
+      caller: ctx.principal,
       ...(service !== undefined && { service }),
     });
     return { status: answer.status, body: answer.body };
