@@ -106,10 +106,10 @@ export class GrpcBridge {
     this.#o = options;
     this.#server = new grpc.Server({ 'grpc.max_receive_message_length': options.maxMessageBytes });
     const definition = protoLoader.loadSync(['gateway.proto'], { includeDirs: [PROTO_DIR], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true });
-    const service = (grpc.loadPackageDefinition(definition) as any).proto.gateway.v1.EventGateway.service as grpc.ServiceDefinition;
+    const service = tolerantDecoding((grpc.loadPackageDefinition(definition) as any).proto.gateway.v1.EventGateway.service as grpc.ServiceDefinition);
     this.#server.addService(service, {
       // A failure after admission (reading the aliases) ends this call, never the process.
-      Subscribe: (call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>) => void this.#subscribe(call).catch((err: unknown) => {
+      Subscribe: (call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>) => void this.#subscribeChecked(call).catch((err: unknown) => {
         const error = grpcError(err);
         this.#o.logger.warn({ err }, 'grpc subscribe failed');
         this.#o.metrics.rpc('Subscribe', statusName(error.code!));
@@ -170,7 +170,7 @@ export class GrpcBridge {
   #unary<Req, Res>(method: string, operation: Operation, handle: (request: Req, principal: Principal) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
       this.#principal(call.metadata, operation)
-        .then((principal) => handle(call.request, principal))
+        .then((principal) => handle(decoded(call.request), principal))
         .then(
           (response) => {
             this.#o.metrics.rpc(method, 'OK');
@@ -182,7 +182,12 @@ export class GrpcBridge {
             this.#o.metrics.rpc(method, statusName(error.code!));
             callback(error as grpc.ServiceError);
           },
-        );
+        )
+        // Whatever fails while answering ends this call, never the process.
+        .catch((err: unknown) => {
+          this.#o.logger.error({ err, method }, 'grpc answer failed');
+          callback({ code: grpc.status.INTERNAL, details: 'internal error' } as grpc.ServiceError);
+        });
     };
   }
 
@@ -209,6 +214,15 @@ export class GrpcBridge {
     }
     const answer = await this.#o.ingestion.submit({ principal: principal.id, caller: principal, readBody: async () => envelope });
     return { id: String((answer.body as { id?: unknown }).id ?? envelope.id) };
+  }
+
+  /** A request that did not decode is INVALID_ARGUMENT (after admission, as any request); else `#subscribe`. */
+  async #subscribeChecked(call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>): Promise<void> {
+    if (isUndecodable(call.request)) {
+      await this.#principal(call.metadata, 'grpc.Subscribe');
+      decoded(call.request);
+    }
+    return this.#subscribe(call);
   }
 
   async #subscribe(call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>): Promise<void> {
@@ -374,4 +388,37 @@ class GrpcStreamWriter implements TailWriter<ProtoCloudEvent> {
       call.on('cancelled', done);
     });
   }
+}
+
+/** What a request that is not valid protobuf of its message type decodes to (see `tolerantDecoding`). */
+const UNDECODABLE = Symbol('undecodable request');
+
+function isUndecodable(request: unknown): boolean {
+  return typeof request === 'object' && request !== null && UNDECODABLE in request;
+}
+
+/** The request, or INVALID_ARGUMENT when its bytes were not a valid message. */
+function decoded<Req>(request: Req): Req {
+  if (isUndecodable(request)) throw new ProtoError('INVALID_JSON', 'the request is not a valid protobuf message of its type');
+  return request;
+}
+
+/**
+ * The service definition with request decoders that never throw: grpc-js answers a decoder's
+ * exception with INTERNAL ("Error deserializing request"), a server fault, for what is bad input
+ * from the client. A message that does not decode becomes a marker the handlers refuse with
+ * INVALID_ARGUMENT (regression: corrupted protobuf found by the fuzz suite).
+ */
+function tolerantDecoding(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  return Object.fromEntries(Object.entries(service).map(([name, method]) => {
+    const decode = method.requestDeserialize;
+    const requestDeserialize = (bytes: Buffer): unknown => {
+      try {
+        return decode(bytes);
+      } catch {
+        return { [UNDECODABLE]: true };
+      }
+    };
+    return [name, { ...method, requestDeserialize }];
+  }));
 }

@@ -36,10 +36,19 @@ export function grpcError(err: unknown): Partial<ServiceError> {
   if (!isProtoError(err)) return { code: status.INTERNAL, details: 'internal error' };
   const metadata = new Metadata();
   metadata.set('proto-error-code', err.code);
-  if (err.details !== undefined) metadata.set('proto-error-details', JSON.stringify(err.details));
+  if (err.details !== undefined) metadata.set('proto-error-details', asciiJson(err.details));
   const httpStatus = errorStatus[err.code];
   const code = BY_CODE[err.code] ?? (httpStatus === 503 ? status.UNAVAILABLE : httpStatus === 429 ? status.RESOURCE_EXHAUSTED : httpStatus >= 500 ? status.INTERNAL : status.INVALID_ARGUMENT);
   return { code, details: err.message, metadata };
+}
+
+/**
+ * JSON with every character outside printable ASCII escaped (`\uXXXX`): still the same JSON, and a
+ * legal metadata value (grpc-js throws on anything else; a caller's emoji in `details.value` ended
+ * the process; regression found by the fuzz suite, seed 1354455301).
+ */
+function asciiJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** The name of a status code, for metric labels (`OK`, `INVALID_ARGUMENT`…). */
