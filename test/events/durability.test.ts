@@ -82,7 +82,8 @@ describe('durability of the log and its checkpoints', () => {
       const child = spawn(launcher, ['serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       child.stdout.on('data', (chunk) => (out += chunk));
-      await eventually(() => out.includes('"msg":"listening"'));
+      // A fresh process loads every module first: on a loaded machine that alone can take 20 s.
+      await eventually(() => out.includes('"msg":"listening"'), 60_000);
       // Let it ingest for a while, then kill it without warning.
       await new Promise((r) => setTimeout(r, 700));
       const exited = new Promise((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
@@ -97,7 +98,7 @@ describe('durability of the log and its checkpoints', () => {
     expect(ids).toHaveLength(emitted.length);
     expect(new Set(ids)).toEqual(new Set(emitted));
     expect(ids).toEqual(emitted);
-  });
+  }, 120_000);
 
   it('keeps following a backend that restarted with a fresh log and refuses the stored cursor', async () => {
     const dir = tempDir();

@@ -28,7 +28,8 @@ describe('npm run demo', () => {
     child.stderr.on('data', (chunk) => (out += chunk));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      const base = (await eventually(() => /proto-gateway demo: (http:\/\/\S+)/.exec(out)))[1];
+      // A fresh process loads every module first: on a loaded machine that alone can take 20 s.
+      const base = (await eventually(() => /proto-gateway demo: (http:\/\/\S+)/.exec(out), 60_000))[1];
       const manifest = await (await fetch(`${base}.well-known/proto`)).json();
       expect(validateManifest(manifest)).toBe(true);
       expect(Object.keys(manifest.PROTO.services)).toEqual(['io.proto.agents', 'com.example.orders', 'com.example.payments']);
@@ -44,5 +45,5 @@ describe('npm run demo', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
-  });
+  }, 120_000);
 });
