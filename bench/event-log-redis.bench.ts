@@ -11,6 +11,11 @@
  * log holds them all (the followers page through the backends' `/events`, leased per backend on
  * Redis), for one gateway on Redis and two on one prefix, against one gateway on SQLite.
  *
+ * Last, the first page of a time-window-only query (`from`/`to`) on the Redis log over one day vs
+ * over one minute, in the middle of a log of events one second apart: served in log order from the
+ * time buckets (ZRANGEBYSCORE … LIMIT), the cost should not grow with the window (target: day ≤ 1.5×
+ * minute, as on SQLite).
+ *
  *   npx --no-install node --disable-warning=ExperimentalWarning bench/event-log-redis.bench.ts [--quick]
  */
 import { randomUUID } from 'node:crypto';
@@ -134,4 +139,43 @@ const ingestedBy = (name: string, gateway: number) =>
 ingestedBy('ingest through the gateway, redis, 1 replica', await ingestOn(1));
 ingestedBy('ingest through the gateway, redis, 2 replicas on one prefix', await ingestOn(2));
 rmSync(ingestDir, { recursive: true, force: true });
-report.write({ pages: PAGES, eventsPerPage: PAGE, inFlightPerLog: IN_FLIGHT, ingestedThroughGateways: INGESTED });
+/** Events of the time-window log, one second apart (the full run spans more than two days). */
+const WINDOW_LOG_EVENTS = sized(200_000, 20_000);
+const WINDOW_PAGE = 50;
+const WINDOW_SAMPLES = sized(300, 60);
+
+/** The p50 in ms of the first page of a one-minute and of a one-day time-only window, mid-log. */
+async function timeWindowCosts(): Promise<{ minute: number; day: number }> {
+  const prefix = `bench:${randomUUID()}:`;
+  const log = new RedisEventLog({ url: SHARED, prefix });
+  await log.open();
+  try {
+    const base = Date.parse('2030-01-01T00:00:00Z');
+    for (let i = 0; i < WINDOW_LOG_EVENTS; i += 5_000) {
+      await log.append(Array.from({ length: Math.min(5_000, WINDOW_LOG_EVENTS - i) }, (_, j) => ({
+        backend: 'payments',
+        event: { specversion: '1.0', id: `w-${i + j}`, source: 'urn:bench', type: 'PaymentAuthorizedV1', datacontenttype: 'application/json', time: new Date(base + (i + j) * 1000).toISOString(), data: { n: i + j } },
+      })));
+    }
+    const middle = base + Math.floor(WINDOW_LOG_EVENTS / 4) * 1000;
+    const p50 = async (toMs: number) => {
+      const durations: number[] = [];
+      for (let i = 0; i < WINDOW_SAMPLES; i++) {
+        const started = performance.now();
+        await log.query({ fromMs: middle, toMs }, 0, WINDOW_PAGE);
+        durations.push(performance.now() - started);
+      }
+      return durations.sort((a, b) => a - b)[Math.floor(durations.length / 2)]!;
+    };
+    await p50(middle + 86_400_000 - 1); // warm-up
+    return { minute: await p50(middle + 60_000 - 1), day: await p50(middle + 86_400_000 - 1) };
+  } finally {
+    await log.close();
+    await deletePrefix(SHARED, prefix);
+  }
+}
+
+const windows = await timeWindowCosts();
+console.log(`\nredis time-window-only first page of ${WINDOW_PAGE} (p50): one minute ${windows.minute.toFixed(2)} ms, one day ${windows.day.toFixed(2)} ms, day/minute ${(windows.day / windows.minute).toFixed(2)}`);
+report.add({ name: 'redis time window first page, one day vs one minute, p50', unit: 'ms', gateway: windows.day, baseline: windows.minute, baselineName: 'one-minute window', better: 'lower' });
+report.write({ pages: PAGES, eventsPerPage: PAGE, inFlightPerLog: IN_FLIGHT, ingestedThroughGateways: INGESTED, timeWindowLogEvents: WINDOW_LOG_EVENTS });

@@ -214,6 +214,7 @@ async function assemble(input: AssembleInput) {
     accepts: (id) => commands.catalogue.typesOf(id),
     produces: (id) => catalogue.typesOf(id),
     onRemoved: (id): Promise<string[]> => webhooks.bridge.subscriptions.deleteByService(id),
+    abandonCommands: (id, source) => commands.dispatcher.abandon(id, source),
     ...common,
   });
   const webhooks = createWebhooks({ config, log, isKnownService: (id) => services.isKnown(id), resolver: options.resolver, ...common });

@@ -92,7 +92,7 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
   });
   const purger = idempotencyPurger(store, config.commands.idempotencyWindowMs, logger);
   return {
-    components: [{ close: () => store.close() }, rateLimit, catalogue, purger, dispatcher],
+    components: [{ close: () => store.close() }, rateLimit, catalogue, purger, aliases, dispatcher],
     routes: commandRoutes({ catalogue, ingestion, backends, access }),
     store,
     access,

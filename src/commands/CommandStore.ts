@@ -118,6 +118,20 @@ export interface CorrelationAliases {
   aliasesOf(id: string): Promise<string[]>;
 }
 
+/**
+ * An optional capability of a store several replicas share (Redis): every alias any replica
+ * remembers is announced, so streams open on every replica follow it (README, "Several replicas").
+ */
+export interface AliasNotices {
+  /** Calls `listener` for each alias remembered by any replica (its own included); returns the function that stops it. */
+  watchAliases(listener: (id: string, alias: string) => void): Promise<() => void>;
+}
+
+/** True when `store` announces aliases across replicas. */
+export function hasAliasNotices(store: object): store is AliasNotices {
+  return typeof (store as Partial<AliasNotices>).watchAliases === 'function';
+}
+
 /** At most this many aliases are kept per command id (one per delivery that answered another id). */
 export const MAX_ALIASES_PER_COMMAND = 8;
 

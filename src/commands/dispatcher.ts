@@ -27,12 +27,15 @@ import type { Logger } from 'pino';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { AttemptOutcome, CommandMetrics } from '../metrics/commands.ts';
 import type { CorrelationAliases, Outbox, OutboxEntry } from './CommandStore.ts';
-import type { CommandDelivery, DeliveryOutcome, FailureReason } from './delivery.ts';
+import { defaultFailureType, failureData, resultEvent, type CommandDelivery, type DeliveryOutcome, type FailureReason } from './delivery.ts';
 import { parseRetryAfter, retryDelayMs } from './retry-schedule.ts';
 import { retryWhileLeased } from '../storage/retry-while-leased.ts';
 
 /** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
 export const MAX_IDLE_MS = 1_000;
+
+/** Entries of a removed backend ended per claim by `abandon`. */
+const ABANDON_BATCH = 100;
 
 /** What a lease adds to the attempt timeout by default, in ms. */
 export const LEASE_MARGIN_MS = 5_000;
@@ -126,6 +129,30 @@ export class Dispatcher {
     clearTimeout(deadline);
     this.#abort.abort(new Error('the gateway is shutting down'));
     await Promise.allSettled([...this.#attempts, this.#pumpRun]);
+  }
+
+  /**
+   * Ends every outbox entry of a backend that was removed (`DELETE /services/{id}`): each gets its
+   * failure event (`<Type>FailedV1`, `data.error.code: SERVICE_NOT_FOUND`, from `source`) and leaves
+   * the outbox, retries scheduled for later included. An attempt already in flight here finishes
+   * on its own; returns how many entries were ended.
+   */
+  async abandon(backend: string, source: string): Promise<number> {
+    const reason: FailureReason = { code: 'SERVICE_NOT_FOUND', message: `service "${backend}" was removed before the command was delivered` };
+    const inFlight = this.#lanes.get(backend) ?? new Set<number>();
+    let ended = 0;
+    for (;;) {
+      // Due "at the end of time": every entry, whatever its next attempt, except those claimed just now.
+      const claimed = await this.#options.outbox.claimDue(backend, Number.MAX_SAFE_INTEGER, ABANDON_BATCH, this.#leaseMs);
+      const entries = claimed.filter((entry) => !inFlight.has(entry.seq));
+      for (const entry of entries) {
+        this.#fail(entry, reason);
+        const event = resultEvent({ type: defaultFailureType(entry.command.type), source, correlationId: entry.id, data: failureData(reason) });
+        await this.#finish(entry, [event]);
+      }
+      ended += entries.length;
+      if (claimed.length < ABANDON_BATCH) return ended;
+    }
   }
 
   async #pump(): Promise<void> {
@@ -236,7 +263,9 @@ export class Dispatcher {
 
   async #retry(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number, reason: FailureReason, retryAfterMs?: number): Promise<void> {
     const attempts = entry.attempts + 1;
-    const delay = retryDelayMs(this.#options.retryScheduleMs, attempts, retryAfterMs, this.#options.random);
+    // The backend was removed while this attempt was in flight: no later attempt would run.
+    const gone = !this.#options.deliveries.has(entry.backend);
+    const delay = gone ? undefined : retryDelayMs(this.#options.retryScheduleMs, attempts, retryAfterMs, this.#options.random);
     if (delay === undefined) {
       this.#fail(entry, reason);
       const events = [await delivery.failureEvent(entry, reason)];

@@ -14,25 +14,33 @@
  * - `P cmd:outbox:due` and `P cmd:outbox:due:{backend}` sorted sets of members by `nextAttemptMs`;
  *   `P cmd:outbox:backends` hash backend → entry count; `P cmd:outbox:claimed` set of the members
  *   whose last claim has not ended (no completion or reschedule since), so a claim knows a reclaim;
- * - `P cmd:alias:{id}` list of a command's aliases (at most `MAX_ALIASES_PER_COMMAND`).
+ * - `P cmd:alias:{id}` list of a command's aliases (at most `MAX_ALIASES_PER_COMMAND`); each new
+ *   one is announced on the channel `P cmd:alias:notices` (`AliasNotices`: open streams of every
+ *   replica follow it).
  *
  * Durability: a write is acknowledged once Redis applied it. With `waitReplicas` > 0 an accept is
  * acknowledged only after `WAIT` confirms it on that many replicas (a shortfall throws
- * `STORE_UNAVAILABLE`, so the command is not answered 201). What survives a Redis crash otherwise
+ * `STORE_UNAVAILABLE`, so the command is not answered 201); so is a repeat that finds the command
+ * already stored (its first accept may have been refused before the write reached a replica). What survives a Redis crash otherwise
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
  * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
  *
  * Leased claims (`claimDue`): claiming moves an entry's due time to the end of its lease, in the
  * script that reads it, so two replicas' dispatchers never deliver one entry at once, and a dead
- * replica's claimed entries are due again when their lease runs out.
+ * replica's claimed entries are due again when their lease runs out. Due times and lease ends are
+ * kept in Redis's clock (`RedisClock`, read with `TIME` in the claim script): a replica whose clock
+ * runs ahead never takes another's live claims.
  */
 import type { Redis } from 'ioredis';
 import { ProtoError } from '../errors.ts';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
+import { RedisClock } from '../storage/redis-clock.ts';
+import { publishNotice, RedisNotices } from '../storage/redis-notices.ts';
 import { RedisScript } from '../storage/redis-script.ts';
 import {
   type AcceptItem,
+  type AliasNotices,
   type ClaimedOutboxEntry,
   MAX_ALIASES_PER_COMMAND,
   type CommandStore,
@@ -49,6 +57,8 @@ export interface RedisCommandStoreOptions extends RedisStoreOptions {
   waitTimeoutMs?: number;
   /** `WAITAOF 1 0` after an accept: fsynced to the primary's AOF first (Redis >= 7.2; checked at open). */
   waitAof?: boolean;
+  /** This process's clock, epoch ms, translated into Redis's for due times and leases; default `Date.now` (tests skew it). */
+  clock?: () => number;
 }
 
 /** The first Redis version with `WAITAOF`. */
@@ -84,15 +94,16 @@ const ENQUEUE_ONLY = new RedisScript(`${ENQUEUE}
 return seq`);
 
 /**
- * Due entries of one backend: a flat list of member, score, fixed JSON, state JSON, reclaimed (1 or
- * 0). With a lease end (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to
+ * Due entries of one backend: Redis's TIME (seconds, microseconds), then a flat list of member,
+ * score, fixed JSON, state JSON, reclaimed (1 or 0). With a lease end (ARGV[3]), the leased claim: each entry's due time (both sorted sets) moves to
  * the lease's end in the same script, so two replicas never claim one entry and a dead claimer's
  * entries come back when the lease runs out; an entry already in the claimed set is a reclaim.
  * KEYS: due of the backend, fixed, state, overall due, claimed (the last two only used with a lease).
  */
 const DUE = new RedisScript(`
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
+local time = redis.call('TIME')
+local out = {time[1], time[2]}
 for i = 1, #members, 2 do
   local member = members[i]
   local fixed = redis.call('HGET', KEYS[2], member)
@@ -159,14 +170,18 @@ type FixedFields = Omit<OutboxEntry, 'seq' | 'attempts' | 'nextAttemptMs' | 'las
 type StateFields = Pick<OutboxEntry, 'attempts' | 'lastError'>;
 
 /** A `CommandStore` on Redis, shared by every replica using the same prefix. */
-export class RedisCommandStore implements CommandStore {
+export class RedisCommandStore implements CommandStore, AliasNotices {
   readonly #options: RedisCommandStoreOptions;
   readonly #keys: ReturnType<typeof keysOf>;
+  readonly #clock: RedisClock;
+  readonly #notices: RedisNotices;
   #client: Redis | undefined;
 
   constructor(options: RedisCommandStoreOptions) {
     this.#options = options;
     this.#keys = keysOf(options.prefix);
+    this.#clock = new RedisClock(options.clock);
+    this.#notices = new RedisNotices(options);
   }
 
   /** Connects (fails when Redis does not answer). Idempotent. */
@@ -181,6 +196,12 @@ export class RedisCommandStore implements CommandStore {
         throw new Error(`storage.redis.waitAof needs Redis >= ${WAITAOF_SINCE.join('.')} (WAITAOF); this server is ${major}.${minor}`);
       }
     }
+    try {
+      await this.#clock.measure(() => client.time(), true);
+    } catch (err) {
+      await closeRedis(client);
+      throw err;
+    }
     this.#client = client;
   }
 
@@ -188,6 +209,7 @@ export class RedisCommandStore implements CommandStore {
   async close(): Promise<void> {
     const client = this.#client;
     this.#client = undefined;
+    await this.#notices.close();
     if (client) await closeRedis(client);
   }
 
@@ -199,11 +221,12 @@ export class RedisCommandStore implements CommandStore {
   async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
     const k = this.#keys;
     const reply = (await this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [
-      record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry),
+      record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry),
     ])) as [number, string];
-    if (reply[0] === 0) return JSON.parse(reply[1]) as IdempotencyRecord;
+    // A repeat waits too: the first accept may have been answered 503 before its write reached a
+    // replica, and its retry must not be told 201 for a write no replica has.
     await this.#waitForReplicas();
-    return undefined;
+    return reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined;
   }
 
   async acceptBatch(items: AcceptItem[], nowMs: number): Promise<Array<IdempotencyRecord | undefined>> {
@@ -212,19 +235,18 @@ export class RedisCommandStore implements CommandStore {
     const k = this.#keys;
     const replies = (await Promise.all(
       items.map(({ record, entry }) =>
-        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...enqueueArgs(entry)]),
+        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry)]),
       ),
     )) as Array<[number, string]>;
-    if (replies.some((reply) => reply[0] !== 0)) await this.#waitForReplicas();
+    await this.#waitForReplicas();
     return replies.map((reply) => (reply[0] === 0 ? (JSON.parse(reply[1]) as IdempotencyRecord) : undefined));
   }
 
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
     const k = this.#keys;
     const holder = (await this.#run(CLAIM_ONLY, [k.idem, k.idemExp], [record.id, nowMs, JSON.stringify(record), record.expiresMs])) as string | null;
-    if (holder !== null) return JSON.parse(holder) as IdempotencyRecord;
     await this.#waitForReplicas();
-    return undefined;
+    return holder === null ? undefined : (JSON.parse(holder) as IdempotencyRecord);
   }
 
   async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
@@ -244,27 +266,36 @@ export class RedisCommandStore implements CommandStore {
   }
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
-    const seq = Number(await this.#run(ENQUEUE_ONLY, ['', '', ...this.#enqueueKeys()], ['', '', '', '', ...enqueueArgs(entry)]));
+    const seq = Number(await this.#run(ENQUEUE_ONLY, ['', '', ...this.#enqueueKeys()], ['', '', '', '', ...this.#enqueueArgs(entry)]));
     await this.#waitForReplicas();
     return { ...structuredClone(entry), seq };
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
     if (limit <= 0) return [];
-    const k = this.#keys;
-    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], [nowMs, Math.floor(limit)])) as DueReply).map(({ reclaimed, ...entry }) => entry);
+    return (await this.#due(backend, nowMs, limit)).map(({ reclaimed, ...entry }) => entry);
   }
 
   async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
     if (limit <= 0) return [];
+    return this.#due(backend, nowMs, limit, leaseMs);
+  }
+
+  /** DUE in Redis's clock: due at `nowMs` (this process's clock), claimed for `leaseMs` when given; learns the clock offset from its TIME. */
+  async #due(backend: string, nowMs: number, limit: number, leaseMs?: number): Promise<ClaimedOutboxEntry[]> {
     const k = this.#keys;
-    return entriesOf((await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], [nowMs, Math.floor(limit), nowMs + leaseMs])) as DueReply);
+    const now = this.#clock.toRedis(nowMs);
+    const args = leaseMs === undefined ? [now, Math.floor(limit)] : [now, Math.floor(limit), now + leaseMs];
+    const before = this.#clock.now();
+    const reply = (await this.#run(DUE, [k.dueOf + backend, k.outbox, k.state, k.due, k.claimed], args)) as DueReply;
+    this.#clock.observe(Number(reply[0]) * 1000 + Math.floor(Number(reply[1]) / 1000), before, this.#clock.now());
+    return entriesOf(reply.slice(2)).map((entry) => ({ ...entry, nextAttemptMs: this.#clock.fromRedis(entry.nextAttemptMs) }));
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
     const k = this.#keys;
     const state: StateFields = { attempts, lastError };
-    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf, k.claimed], [member(seq), nextAttemptMs, JSON.stringify(state)]);
+    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf, k.claimed], [member(seq), this.#clock.toRedis(nextAttemptMs), JSON.stringify(state)]);
   }
 
   async complete(seq: number): Promise<void> {
@@ -275,7 +306,7 @@ export class RedisCommandStore implements CommandStore {
   async nextDueMs(): Promise<number | undefined> {
     const client = this.#connected();
     const first = await whileRedisAnswers(STORE, () => client.zrange(this.#keys.due, '0', '0', 'WITHSCORES'));
-    return first.length === 0 ? undefined : Number(first[1]);
+    return first.length === 0 ? undefined : this.#clock.fromRedis(Number(first[1]));
   }
 
   async backends(): Promise<string[]> {
@@ -290,12 +321,29 @@ export class RedisCommandStore implements CommandStore {
   }
 
   async rememberAlias(id: string, alias: string): Promise<void> {
-    await this.#run(ALIAS, [this.#keys.aliasOf + id], [alias, MAX_ALIASES_PER_COMMAND]);
+    const added = await this.#run(ALIAS, [this.#keys.aliasOf + id], [alias, MAX_ALIASES_PER_COMMAND]);
+    if (added === 1) await publishNotice(this.#connected(), this.#keys.aliasNotices, JSON.stringify([id, alias]));
+  }
+
+  /** Opens the notice connection on first use; `listener` hears every alias any replica remembers. */
+  async watchAliases(listener: (id: string, alias: string) => void): Promise<() => void> {
+    await this.#notices.open();
+    return this.#notices.listen(this.#keys.aliasNotices, (message) => {
+      const [id, alias] = JSON.parse(message) as [string, string];
+      listener(id, alias);
+    });
   }
 
   async aliasesOf(id: string): Promise<string[]> {
     const client = this.#connected();
     return whileRedisAnswers(STORE, () => client.lrange(this.#keys.aliasOf + id, 0, -1));
+  }
+
+  /** ARGV[5..8] of ENQUEUE: fixed JSON, state JSON, due time (in Redis's clock), backend. */
+  #enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
+    const { attempts, nextAttemptMs, lastError, ...fixed } = entry;
+    const state: StateFields = { attempts, ...(lastError !== undefined && { lastError }) };
+    return [JSON.stringify(fixed), JSON.stringify(state), this.#clock.toRedis(nextAttemptMs), entry.backend];
   }
 
   #enqueueKeys(): string[] {
@@ -343,14 +391,8 @@ function keysOf(prefix: string) {
     backends: `${p}outbox:backends`,
     claimed: `${p}outbox:claimed`,
     aliasOf: `${p}alias:`,
+    aliasNotices: `${p}alias:notices`,
   };
-}
-
-/** ARGV[5..8] of ENQUEUE: fixed JSON, state JSON, due time, backend. */
-function enqueueArgs(entry: NewOutboxEntry): Array<string | number> {
-  const { attempts, nextAttemptMs, lastError, ...fixed } = entry;
-  const state: StateFields = { attempts, ...(lastError !== undefined && { lastError }) };
-  return [JSON.stringify(fixed), JSON.stringify(state), nextAttemptMs, entry.backend];
 }
 
 function member(seq: number): string {

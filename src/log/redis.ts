@@ -8,8 +8,9 @@
  * - sorted sets of positions scored by position: `P log:all` (the log order) and one per indexed
  *   key, `P log:ix:type:{t}`, `log:ix:source:{s}`, `log:ix:corr:{c}`, `log:ix:backend:{b}`;
  *   `P log:time` positions scored by the event's `time`, `P log:added` by append time (retention);
- * - `P log:tail` a Stream with one entry per append (id `{last position}-0`, fields position → the
- *   stored JSON), capped with `MAXLEN ~`: the live fan-out across replicas reads it.
+ * - `P log:tail` a Stream with one entry per append of up to 500 events (a larger append writes
+ *   several; id `{last position}-0`, fields position → the stored JSON), capped with `MAXLEN ~`:
+ *   the live fan-out across replicas reads it.
  *
  * An append is ONE Lua script: positions (INCR), de-duplication by id, every index, the checkpoint
  * and the tail entry, so it is atomic and replicas never interleave inside it. A query walks one
@@ -54,6 +55,14 @@ export interface RedisEventLogOptions extends RedisStoreOptions {
 
 /** Fields per event in the append script's ARGV. */
 const FIELDS = 7;
+/** Width of a time bucket, ms (one minute); buckets hold the first and last position of their events. */
+const BUCKET_MS = 60_000;
+const MINUTES_PER_HOUR = 60;
+/** Minute buckets read for a window at most before whole hours are read from the hour buckets. */
+const MAX_MINUTE_BUCKETS = 2 * MINUTES_PER_HOUR;
+
+/** Events per tail stream entry at most (an append of more writes several entries, in order). */
+const TAIL_ENTRY_EVENTS = 500;
 /** How long one `XREAD` blocks before it is issued again, in ms. */
 const BLOCK_MS = 5_000;
 /** Pause of the tail reader after an error (Redis away), in ms. */
@@ -64,7 +73,7 @@ const MAX_CHUNK = 1_000;
 const PRUNE_CHUNK = 500;
 
 /**
- * KEYS: seq, ids, ev, all, added, time, cp, tail, clock. ARGV: nowMs, hasCheckpoint, cpKey, cpValue,
+ * KEYS: seq, ids, ev, all, added, time, cp, tail, clock, minute buckets, hour buckets. ARGV: nowMs, hasCheckpoint, cpKey, cpValue,
  * tailMaxLen, index prefix, n, then per event: id, json, type, source, correlation id, backend, timeMs
  * (an optional value is '' when absent, else ':' followed by the value). Returns each event's position
  * (0 for a duplicate).
@@ -92,7 +101,21 @@ for i = 0, n - 1 do
     redis.call('ZADD', ix .. 'source:' .. ARGV[b + 3], pos, pos)
     if ARGV[b + 4] ~= '' then redis.call('ZADD', ix .. 'corr:' .. string.sub(ARGV[b + 4], 2), pos, pos) end
     if ARGV[b + 5] ~= '' then redis.call('ZADD', ix .. 'backend:' .. string.sub(ARGV[b + 5], 2), pos, pos) end
-    if ARGV[b + 6] ~= '' then redis.call('ZADD', KEYS[6], string.sub(ARGV[b + 6], 2), pos) end
+    if ARGV[b + 6] ~= '' then
+      local t = tonumber(string.sub(ARGV[b + 6], 2))
+      redis.call('ZADD', KEYS[6], t, pos)
+      local minute = string.format('%d', math.floor(t / ${BUCKET_MS}))
+      local hour = string.format('%d', math.floor(t / ${BUCKET_MS * MINUTES_PER_HOUR}))
+      -- Positions only grow: the first one of a bucket is set once, the last one always.
+      redis.call('HSETNX', KEYS[10], 'f' .. minute, pos)
+      redis.call('HSET', KEYS[10], 'l' .. minute, pos)
+      redis.call('HSETNX', KEYS[11], 'f' .. hour, pos)
+      redis.call('HSET', KEYS[11], 'l' .. hour, pos)
+      local low = redis.call('HGET', KEYS[11], 'min')
+      if not low or tonumber(hour) < tonumber(low) then redis.call('HSET', KEYS[11], 'min', hour) end
+      local high = redis.call('HGET', KEYS[11], 'max')
+      if not high or tonumber(hour) > tonumber(high) then redis.call('HSET', KEYS[11], 'max', hour) end
+    end
     positions[#positions + 1] = pos
     tail[#tail + 1] = pos
     tail[#tail + 1] = ARGV[b + 1]
@@ -100,11 +123,43 @@ for i = 0, n - 1 do
 end
 if #tail > 0 then
   redis.call('SET', KEYS[9], now)
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[5], tail[#tail - 1] .. '-0', unpack(tail))
+  -- One tail entry per ${TAIL_ENTRY_EVENTS} events: unpack() of a whole large batch would overflow Lua's
+  -- stack ("too many results to unpack") after the events were written.
+  local step = ${TAIL_ENTRY_EVENTS * 2}
+  for first = 1, #tail, step do
+    local last = math.min(first + step - 1, #tail)
+    redis.call('XADD', KEYS[8], 'MAXLEN', '~', ARGV[5], tail[last - 1] .. '-0', unpack(tail, first, last))
+  end
 end
 if ARGV[2] == '1' then redis.call('HSET', KEYS[7], ARGV[3], ARGV[4]) end
 return positions
 `);
+
+/**
+ * Folds bucket bounds into the bucket hashes, keeping the least first and greatest last position
+ * (the backfill of a log written before buckets existed; appends may run meanwhile). KEYS: minute
+ * buckets, hour buckets. ARGV: n minute triples (bucket, first, last), then hour triples.
+ */
+const FOLD_BUCKETS = new RedisScript(`
+local function fold(key, bucket, first, last)
+  local f = redis.call('HGET', key, 'f' .. bucket)
+  if not f or tonumber(first) < tonumber(f) then redis.call('HSET', key, 'f' .. bucket, first) end
+  local l = redis.call('HGET', key, 'l' .. bucket)
+  if not l or tonumber(last) > tonumber(l) then redis.call('HSET', key, 'l' .. bucket, last) end
+end
+local n = tonumber(ARGV[1])
+for i = 2, 1 + n * 3, 3 do fold(KEYS[1], ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
+for i = 2 + n * 3, #ARGV, 3 do
+  fold(KEYS[2], ARGV[i], ARGV[i + 1], ARGV[i + 2])
+  local low = redis.call('HGET', KEYS[2], 'min')
+  if not low or tonumber(ARGV[i]) < tonumber(low) then redis.call('HSET', KEYS[2], 'min', ARGV[i]) end
+  local high = redis.call('HGET', KEYS[2], 'max')
+  if not high or tonumber(ARGV[i]) > tonumber(high) then redis.call('HSET', KEYS[2], 'max', ARGV[i]) end
+end
+`);
+
+/** Time entries read per round trip by the bucket backfill. */
+const BACKFILL_CHUNK = 5_000;
 
 /** An optional value for the script: '' when absent, else ':' + value. */
 function optional(value: string | number | undefined): string {
@@ -120,7 +175,7 @@ interface Row {
 /** An `EventLog` on Redis, shared by every replica on the same prefix. */
 export class RedisEventLog implements EventLog, RetainingLog {
   readonly #options: RedisEventLogOptions;
-  readonly #keys: Record<'seq' | 'ids' | 'ev' | 'all' | 'added' | 'time' | 'cp' | 'tail' | 'clock' | 'ix', string>;
+  readonly #keys: Record<'seq' | 'ids' | 'ev' | 'all' | 'added' | 'time' | 'cp' | 'tail' | 'clock' | 'ix' | 'minutes' | 'hours' | 'bucketsBuilt', string>;
   readonly #listeners: ListenerSet;
   #client: Redis | undefined;
   #blocking: Redis | undefined;
@@ -136,7 +191,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
     const p = `${options.prefix}log:`;
     this.#keys = {
       seq: `${p}seq`, ids: `${p}ids`, ev: `${p}ev`, all: `${p}all`, added: `${p}added`, time: `${p}time`,
-      cp: `${p}cp`, tail: `${p}tail`, clock: `${p}clock`, ix: `${p}ix:`,
+      cp: `${p}cp`, tail: `${p}tail`, clock: `${p}clock`, ix: `${p}ix:`, minutes: `${p}tb:m`, hours: `${p}tb:h`, bucketsBuilt: `${p}tb:built`,
     };
     this.#listeners = new ListenerSet(options.onListenerError);
   }
@@ -150,6 +205,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
       blocking = await connectStore(this.#options, 'blocking');
       const last = await client.xrevrange(this.#keys.tail, '+', '-', 'COUNT', 1);
       this.#delivered = last.length > 0 ? Number(last[0][0].split('-')[0]) : 0;
+      await this.#backfillTimeBuckets(client);
     } catch (err) {
       await closeRedis(client);
       throw err;
@@ -174,7 +230,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
     }
     const k = this.#keys;
     const positions = (await whileRedisAnswers('event log', () =>
-      APPEND.run(client, [k.seq, k.ids, k.ev, k.all, k.added, k.time, k.cp, k.tail, k.clock], args),
+      APPEND.run(client, [k.seq, k.ids, k.ev, k.all, k.added, k.time, k.cp, k.tail, k.clock, k.minutes, k.hours], args),
     )) as number[];
     const appended: StoredEvent[] = [];
     positions.forEach((position, i) => {
@@ -281,6 +337,30 @@ export class RedisEventLog implements EventLog, RetainingLog {
     if (client) await closeRedis(client);
   }
 
+  /**
+   * Fills the time buckets of a log written before they existed (once per log: marked done with
+   * `P log:tb:built`; later appends keep them). Safe to run on two replicas at once.
+   */
+  async #backfillTimeBuckets(client: Redis): Promise<void> {
+    if ((await client.exists(this.#keys.bucketsBuilt)) === 1) return;
+    for (let offset = 0; ; offset += BACKFILL_CHUNK) {
+      const flat = await client.zrange(this.#keys.time, String(offset), String(offset + BACKFILL_CHUNK - 1), 'WITHSCORES');
+      if (flat.length === 0) break;
+      const minutes = new Map<number, [number, number]>();
+      const hours = new Map<number, [number, number]>();
+      for (let i = 0; i < flat.length; i += 2) {
+        const [position, timeMs] = [Number(flat[i]), Number(flat[i + 1])];
+        for (const [buckets, bucket] of [[minutes, Math.floor(timeMs / BUCKET_MS)], [hours, Math.floor(timeMs / (BUCKET_MS * MINUTES_PER_HOUR))]] as const) {
+          const known = buckets.get(bucket);
+          buckets.set(bucket, known ? [Math.min(known[0], position), Math.max(known[1], position)] : [position, position]);
+        }
+      }
+      const triples = (buckets: Map<number, [number, number]>) => [...buckets].flatMap(([bucket, [first, last]]) => [bucket, first, last]);
+      await FOLD_BUCKETS.run(client, [this.#keys.minutes, this.#keys.hours], [minutes.size, ...triples(minutes), ...triples(hours)]);
+    }
+    await client.set(this.#keys.bucketsBuilt, '1');
+  }
+
   /** Deletes the events at `positions` with every index entry. */
   async #remove(client: Redis, positions: string[]): Promise<void> {
     const texts = await client.hmget(this.#keys.ev, ...positions);
@@ -332,13 +412,47 @@ export class RedisEventLog implements EventLog, RetainingLog {
     yield* mergeIndexes(client, keys, after, chunk);
   }
 
-  /** Positions of a time-only window after `after`, ascending (reads the window from `log:time`). */
+  /**
+   * Candidate positions of a time-only window after `after`, ascending: the log's positions between
+   * the least first and the greatest last position of the window's time buckets, a chunk at a time
+   * (`ZRANGEBYSCORE … LIMIT`); the caller keeps those whose time is inside the window. What a page
+   * reads follows the page size (and how interleaved event times are), not the window's size.
+   */
   async *#timeWindow(client: Redis, filter: EventFilter, after: number, chunk: number): AsyncGenerator<number[]> {
-    const from = filter.fromMs ?? '-inf';
-    const to = filter.toMs ?? '+inf';
-    const window = (await client.zrangebyscore(this.#keys.time, from, to)).map(Number).filter((p) => p > after);
-    window.sort((a, b) => a - b);
-    for (let i = 0; i < window.length; i += chunk) yield window.slice(i, i + chunk);
+    const bounds = await this.#windowBounds(client, filter);
+    if (!bounds) return;
+    let cursor = Math.max(after, bounds.start - 1);
+    for (;;) {
+      const positions = (await client.zrangebyscore(this.#keys.all, `(${cursor}`, bounds.end, 'LIMIT', 0, chunk)).map(Number);
+      if (positions.length > 0) yield positions;
+      if (positions.length < chunk) return;
+      cursor = positions[positions.length - 1];
+    }
+  }
+
+  /**
+   * The least first and greatest last position of the minute buckets of the window: whole hours
+   * from the hour buckets, the partial hours at both ends by the minute. An open end stops at the
+   * earliest or latest hour any event has.
+   */
+  async #windowBounds(client: Redis, filter: EventFilter): Promise<{ start: number; end: number } | undefined> {
+    const [low, high] = await client.hmget(this.#keys.hours, 'min', 'max');
+    if (low === null || high === null) return undefined;
+    const from = filter.fromMs === undefined ? Number(low) * MINUTES_PER_HOUR : Math.floor(filter.fromMs / BUCKET_MS);
+    const to = filter.toMs === undefined ? (Number(high) + 1) * MINUTES_PER_HOUR - 1 : Math.floor(filter.toMs / BUCKET_MS);
+    if (from > to) return undefined;
+    const firstHour = Math.ceil(from / MINUTES_PER_HOUR);
+    const lastHour = Math.floor((to + 1) / MINUTES_PER_HOUR) - 1;
+    const reads = to - from < MAX_MINUTE_BUCKETS || firstHour > lastHour
+      ? [bucketFields(client, this.#keys.minutes, from, to)]
+      : [
+        bucketFields(client, this.#keys.minutes, from, firstHour * MINUTES_PER_HOUR - 1),
+        bucketFields(client, this.#keys.hours, Math.max(firstHour, Number(low)), Math.min(lastHour, Number(high))),
+        bucketFields(client, this.#keys.minutes, (lastHour + 1) * MINUTES_PER_HOUR, to),
+      ];
+    const found = (await Promise.all(reads)).filter((bounds): bounds is { start: number; end: number } => bounds !== undefined);
+    if (found.length === 0) return undefined;
+    return { start: Math.min(...found.map((b) => b.start)), end: Math.max(...found.map((b) => b.end)) };
   }
 
   /** Hands `appended` (this process's append) to listeners after everything before it. */
@@ -418,6 +532,22 @@ async function* mergeIndexes(client: Redis, keys: string[], after: number, chunk
     if (bound === Number.POSITIVE_INFINITY) return;
     cursor = bound;
   }
+}
+
+/** The least first and greatest last position of the buckets `from`..`to` of the hash `key`, or undefined when none holds an event. */
+async function bucketFields(client: Redis, key: string, from: number, to: number): Promise<{ start: number; end: number } | undefined> {
+  if (from > to) return undefined;
+  const fields: string[] = [];
+  for (let bucket = from; bucket <= to; bucket++) fields.push(`f${bucket}`, `l${bucket}`);
+  const values = await client.hmget(key, ...fields);
+  let start = Number.POSITIVE_INFINITY;
+  let end = 0;
+  for (let i = 0; i < values.length; i += 2) {
+    if (values[i] === null) continue;
+    start = Math.min(start, Number(values[i]));
+    end = Math.max(end, Number(values[i + 1]));
+  }
+  return end === 0 ? undefined : { start, end };
 }
 
 function rowOf(item: NewEvent): Row {

@@ -45,3 +45,20 @@ export interface RegistryStore {
   /** Closes the store. Safe to call twice. */
   close(): Promise<void>;
 }
+
+/**
+ * A registry store several replicas share (Redis): an optional capability beside the port. Every
+ * change bumps a version and sends a change notice, so each replica re-reads the registry when
+ * told, and also when its version check finds a version it has not read (a notice it missed).
+ */
+export interface SharedRegistryStore extends RegistryStore {
+  /** The version of the shared registry: bumped by every put, delete and pause change. */
+  version(): Promise<number>;
+  /** Calls `listener` on every change notice of any replica, and after a lost notice connection comes back; returns the function that stops it. */
+  watch(listener: () => void): Promise<() => void>;
+}
+
+/** True when `store` is shared by several replicas (has `version` and `watch`). */
+export function isSharedRegistryStore(store: RegistryStore): store is SharedRegistryStore {
+  return typeof (store as Partial<SharedRegistryStore>).version === 'function' && typeof (store as Partial<SharedRegistryStore>).watch === 'function';
+}

@@ -12,6 +12,9 @@
  *   endpoints checked by the guard again) and a paused service (configured ones too) stays paused
  *   across a restart.
  * - Changes are made one at a time (a queue), so concurrent upserts of one id never interleave.
+ * - Several replicas on one shared store (Redis) follow each other's changes: `sync()` re-reads the
+ *   store and applies what differs (services added, replaced or removed, pauses and resumes);
+ *   `RegistryFollower` calls it on every change notice and version change.
  */
 import type { Logger } from 'pino';
 import type { BackendDirectory } from '../backends/directory.ts';
@@ -50,6 +53,11 @@ export interface ServiceRegistryOptions {
   produces(backendId: string): string[];
   /** Called after a service was removed (deletes its `serviceId`-linked subscriptions). */
   onRemoved(serviceId: string): Promise<unknown>;
+  /**
+   * Called after a backend was removed, here or by another replica: ends its undelivered commands
+   * with their failure event (`SERVICE_NOT_FOUND`, from `source`); resolves with how many. Default none.
+   */
+  abandonCommands?(backendId: string, source: string): Promise<number>;
   metrics: RegistryMetrics;
   logger: Logger;
 }
@@ -176,10 +184,23 @@ export class ServiceRegistry {
     if (!entry) throw notFound(id);
     await this.#o.store.delete(id);
     this.#entries.delete(id);
-    if (entry.endpoint !== undefined) await this.#o.backends.remove(id);
+    if (entry.endpoint !== undefined) await this.#removeBackend(entry);
     const subscriptions = await this.#o.onRemoved(id);
     this.#o.metrics.changed('deleted');
     this.#o.logger.info({ service: id, subscriptions }, 'service removed');
+  }
+
+  /**
+   * Removes a deleted service's backend and ends its undelivered commands. Every replica does it
+   * when it learns of the deletion, so a command a lagging replica accepted in the meantime ends too.
+   */
+  async #removeBackend(entry: RegisteredService): Promise<void> {
+    await this.#o.backends.remove(entry.id);
+    const abandoned = await this.#o.abandonCommands?.(entry.id, runtimeBackend(entry).source).catch((err: unknown) => {
+      this.#o.logger.warn({ err, service: entry.id }, 'could not end the commands of a removed service; they are ended when it is next removed');
+      return 0;
+    });
+    if (abandoned) this.#o.logger.info({ service: entry.id, commands: abandoned }, 'undelivered commands of a removed service failed with SERVICE_NOT_FOUND');
   }
 
   async #setPaused(id: string, paused: boolean): Promise<void> {
@@ -193,6 +214,44 @@ export class ServiceRegistry {
     else this.#o.backends.resume(id);
     this.#o.metrics.changed(paused ? 'paused' : 'resumed');
     this.#o.logger.info({ service: id }, paused ? 'service paused' : 'service resumed');
+  }
+
+  /**
+   * Re-reads the store and applies what another replica changed: services registered, replaced or
+   * removed there, and pause marks. The replica that made a change already applied it, so for it
+   * this finds nothing to do. A removed service's subscriptions were deleted by the replica that
+   * removed it (they are in the shared store); only the local backend goes.
+   */
+  sync(): Promise<void> {
+    return this.#serial(() => this.#sync());
+  }
+
+  async #sync(): Promise<void> {
+    const [stored, paused] = await Promise.all([this.#o.store.list(), this.#o.store.pausedIds()]);
+    const byId = new Map(stored.filter((entry) => !this.#o.backends.isConfigured(entry.id)).map((entry) => [entry.id, entry]));
+    for (const [id, entry] of [...this.#entries]) {
+      if (byId.has(id)) continue;
+      this.#entries.delete(id);
+      if (entry.endpoint !== undefined) await this.#removeBackend(entry);
+      this.#o.logger.info({ service: id }, 'service removed on another replica');
+    }
+    const pausedIds = new Set(paused);
+    for (const entry of byId.values()) {
+      const previous = this.#entries.get(entry.id);
+      if (previous && JSON.stringify(previous) === JSON.stringify(entry)) continue;
+      this.#entries.set(entry.id, entry);
+      if (entry.endpoint !== undefined && !(await this.#stillAllowed(entry))) {
+        if (previous?.endpoint !== undefined) await this.#o.backends.remove(entry.id);
+        continue;
+      }
+      if (!this.#o.backends.get(entry.id) && entry.endpoint !== undefined) await this.#o.backends.add(runtimeBackend(entry), { paused: pausedIds.has(entry.id) });
+      else await this.#replaceBackend(previous, entry);
+      this.#o.logger.info({ service: entry.id, created: !previous }, 'service registered on another replica');
+    }
+    for (const backend of this.#o.backends.list()) {
+      if (pausedIds.has(backend.id) && !this.#o.backends.isPaused(backend.id)) this.#o.backends.pause(backend.id);
+      else if (!pausedIds.has(backend.id) && this.#o.backends.isPaused(backend.id)) this.#o.backends.resume(backend.id);
+    }
   }
 
   /** Runs `work` after every change queued before it. */

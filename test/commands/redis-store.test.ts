@@ -98,7 +98,7 @@ describe('RedisCommandStore across replicas and outages', () => {
     }
   }, 60_000);
 
-  it('with waitReplicas and no replica, refuses the accept with STORE_UNAVAILABLE', async () => {
+  it('with waitReplicas and no replica, refuses the accept with STORE_UNAVAILABLE, and its repeats too', async () => {
     const prefix = randomPrefix();
     const store = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix, waitReplicas: 1, waitTimeoutMs: 50 });
     await store.open();
@@ -106,6 +106,13 @@ describe('RedisCommandStore across replicas and outages', () => {
       const now = Date.now();
       const refused = await store.accept(record('w', { expiresMs: now + 60_000 }), outboxEntry('w'), now).catch((err: unknown) => err);
       expect((refused as ProtoError).code).toBe('STORE_UNAVAILABLE');
+      // The write may be on the primary; its retry finds it there and must not be answered 201 either.
+      const retried = await store.accept(record('w', { expiresMs: now + 60_000 }), outboxEntry('w'), now).catch((err: unknown) => err);
+      expect((retried as ProtoError).code).toBe('STORE_UNAVAILABLE');
+      const [batched] = await store.acceptBatch([{ record: record('w', { expiresMs: now + 60_000 }), entry: outboxEntry('w') }], now).catch((err: unknown) => [err]);
+      expect((batched as ProtoError).code).toBe('STORE_UNAVAILABLE');
+      const claimed = await store.claim(record('w', { expiresMs: now + 60_000 }), now).catch((err: unknown) => err);
+      expect((claimed as ProtoError).code).toBe('STORE_UNAVAILABLE');
     } finally {
       await store.close();
       await deletePrefix(SHARED_REDIS_URL, prefix);
@@ -178,4 +185,37 @@ describe('RedisCommandStore through Sentinel (storage.redis.sentinels, name)', (
       await master.dispose();
     }
   }, 60_000);
+});
+
+describe('RedisCommandStore leases in Redis\'s clock', () => {
+  it('two replicas whose clocks are 60 s apart never claim one entry twice; the ahead one claims what is due', async () => {
+    const prefix = randomPrefix();
+    const rightClock = () => Date.now();
+    const aheadClock = () => Date.now() + 60_000;
+    const right = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix, clock: rightClock });
+    const ahead = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix, clock: aheadClock });
+    await right.open();
+    await ahead.open();
+    try {
+      const due = (id: string) => ({ ...outboxEntry(id), nextAttemptMs: rightClock() });
+      for (const id of ['a', 'b', 'c']) await right.enqueue(due(id));
+      // The right replica claims everything with a 15 s lease; 60 s ahead, the other replica would
+      // see that lease long run out, had it compared with its own clock.
+      const claimedByRight = await right.claimDue('orders', rightClock(), 10, 15_000);
+      expect(claimedByRight.map((e) => e.id)).toEqual(['a', 'b', 'c']);
+      expect(await ahead.claimDue('orders', aheadClock(), 10, 15_000)).toEqual([]);
+      // A command the ahead replica accepts (due "now" by its clock) is due for the right one at once,
+      // and its claim by one hides it from the other.
+      await ahead.enqueue({ ...outboxEntry('d'), nextAttemptMs: aheadClock() });
+      const [first, second] = await Promise.all([right.claimDue('orders', rightClock(), 10, 15_000), ahead.claimDue('orders', aheadClock(), 10, 15_000)]);
+      expect([...first, ...second].map((e) => e.id)).toEqual(['d']);
+      // Times come back in each replica's own clock.
+      expect(await ahead.nextDueMs()).toBeGreaterThan(aheadClock());
+      expect(await right.nextDueMs()).toBeLessThan(aheadClock());
+    } finally {
+      await right.close();
+      await ahead.close();
+      await deletePrefix(SHARED_REDIS_URL, prefix);
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { exampleBackends, ordersBackend, scriptedBackend, sendJson } from '../commands/support.ts';
+import { authorizePayment, exampleBackends, ordersBackend, post, scriptedBackend, sendJson } from '../commands/support.ts';
 import { closeAll, eventually, gatewayYaml, getJson, startTestGateway } from '../support/gateway.ts';
 import { metricValue, subscribe, tableResolver, webhooksYaml } from '../bridges/webhooks/support.ts';
 import { ADMIN_AUTH, LOOPBACK_REGISTRY, send } from './support.ts';
@@ -109,6 +109,29 @@ describe('DELETE /services/{id}', () => {
     expect(JSON.stringify((await getJson(`${gw.url}.well-known/proto`)).body)).not.toContain('services/pay/');
     expect((await getJson(`${gw.url}services/pay/refunds`)).status).toBe(404);
     expect((await send('DELETE', `${gw.url}services/pay`)).body.error.code).toBe('SERVICE_NOT_FOUND');
+  });
+});
+
+describe('commands of a removed service', () => {
+  it('fail with <Type>FailedV1 SERVICE_NOT_FOUND and leave the outbox, retries scheduled for later included', async () => {
+    const { payments } = await exampleBackends();
+    const gw = await startTestGateway(gatewayYaml(LOOPBACK_REGISTRY));
+    await send('POST', `${gw.url}services`, { id: 'pay', name: 'com.example.payments', endpoint: payments.url });
+    expect((await send('POST', `${gw.url}services/pay/pause`)).status).toBe(204);
+    const held = [authorizePayment(), authorizePayment()];
+    for (const command of held) expect((await post(`${gw.url}services/pay/commands`, command)).status).toBe(201);
+    // One of them waits for a retry an hour away: it must end too.
+    const [first] = await gw.commandStore.claimDue('pay', Date.now(), 1, 60_000);
+    await gw.commandStore.reschedule(first.seq, 1, Date.now() + 3_600_000, 'BACKEND_UNAVAILABLE: down');
+    expect(await gw.commandStore.depth('pay')).toBe(2);
+    expect((await send('DELETE', `${gw.url}services/pay`)).status).toBe(204);
+    for (const command of held) {
+      const { body } = await getJson(`${gw.url}events?correlationId=${command.id}`);
+      expect(body.events).toHaveLength(1);
+      expect(body.events[0]).toMatchObject({ type: 'AuthorizePaymentFailedV1', source: 'urn:proto-gateway:pay', data: { error: { code: 'SERVICE_NOT_FOUND' } } });
+    }
+    expect(await gw.commandStore.depth()).toBe(0);
+    expect(payments.events.filter((event) => held.some((command) => command.id === event.correlationid))).toEqual([]);
   });
 });
 

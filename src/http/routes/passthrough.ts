@@ -40,6 +40,8 @@ interface InFlight {
   timeoutMs: number;
   timedOut: boolean;
   tooLarge: boolean;
+  /** Request body bytes read so far. */
+  received: number;
   /** The request to the backend, once it exists. */
   outgoing?: ClientRequest;
 }
@@ -85,10 +87,10 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   backend.circuit.admit();
   settleCircuit(ctx, backend.circuit);
   stripHeaders(ctx.req, options.credentialHeaders);
-  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false };
+  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false, received: 0 };
   inFlight.set(ctx.req, state);
   const body = ctx.req.pipe(
-    limitBody(options.maxBodyBytes, () => {
+    limitBody(options.maxBodyBytes, (size) => (state.received = size), () => {
       state.tooLarge = true;
       state.outgoing?.destroy();
       // Nothing more goes to the backend; the rest of the body is read and dropped so the 413 can be sent.
@@ -105,6 +107,7 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
       ctx.res.destroy();
       return;
     }
+    if (!ctx.req.complete && !state.tooLarge) return answerAfterBody(ctx, state, options.maxBodyBytes);
     sendError(ctx.res, failure(state, options.maxBodyBytes));
   });
   return undefined;
@@ -135,6 +138,30 @@ function rewriteLocations(headers: IncomingHttpHeaders, state: InFlight): void {
   }
 }
 
+/**
+ * The backend went (it answered early and closed, or reset) while the body was still arriving: the
+ * rest is read and dropped, and a body that turns out over the limit is still the client's 413,
+ * not the backend's 503 (found by the fuzz suite: a slow upload one byte over the limit got 503).
+ */
+function answerAfterBody(ctx: RequestContext, state: InFlight, maxBytes: number): void {
+  let size = state.received;
+  let answered = false;
+  const answer = (): void => {
+    if (answered) return;
+    answered = true;
+    ctx.req.off('data', onData);
+    if (size > maxBytes) state.tooLarge = true;
+    if (!ctx.res.headersSent) sendError(ctx.res, failure(state, maxBytes));
+  };
+  const onData = (chunk: Buffer): void => {
+    size += chunk.length;
+    if (size > maxBytes) answer();
+  };
+  ctx.req.unpipe();
+  ctx.req.on('data', onData).once('end', answer).once('close', answer);
+  ctx.req.resume();
+}
+
 function failure(state: InFlight, maxBodyBytes: number): ProtoError {
   if (state.tooLarge) return tooLarge(maxBodyBytes);
   if (state.timedOut) return new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time');
@@ -151,13 +178,14 @@ function tooLarge(maxBytes: number): ProtoError {
  * pipes it), so an error event here was an uncaught exception that ended the whole process
  * (regression test: test/http/passthrough-crash.test.ts). The refusal is the 413 of `failure()`.
  */
-function limitBody(maxBytes: number, onExceeded: () => void): Transform {
+function limitBody(maxBytes: number, onRead: (size: number) => void, onExceeded: () => void): Transform {
   let size = 0;
   let exceeded = false;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       if (exceeded) return done();
       size += chunk.length;
+      onRead(size);
       if (size <= maxBytes) return done(null, chunk);
       exceeded = true;
       onExceeded();
