@@ -23,11 +23,14 @@ import type { GatewayConfig } from './config/types.ts';
 import { consoleRoutes } from './console/console-routes.ts';
 import type { Resolver } from './egress/ssrf-guard.ts';
 import { Admission } from './edge/admission.ts';
+import { AccessRules } from './edge/access-rules.ts';
+import { OAuth2Identity } from './edge/oauth2/oauth2-identity.ts';
 import { credentialCarriers } from './edge/credentials.ts';
 import { createCors } from './http/cors.ts';
 import type { Route } from './http/route.ts';
 import { Router } from './http/router.ts';
 import { discoveryRoutes } from './http/routes/discovery.ts';
+import { protectedResourceRoutes } from './http/routes/protected-resource.ts';
 import { docsRoutes } from './http/routes/docs.ts';
 import { eventRoutes, filterOf, readEventPage } from './http/routes/events.ts';
 import { opsRoutes } from './http/routes/ops.ts';
@@ -107,8 +110,16 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   life.add({ close: () => log.close() });
   logMetrics(registry, log);
   const router = new Router();
+  // The public URL, once known (the listener's own URL when server.publicUrl is not set).
+  const where = { publicUrl: config.server.publicUrl ?? '' };
+  // auth.type oauth2: bearer tokens of the identity provider, one more verifier after the keys.
+  const identity = config.auth.oauth2 && new OAuth2Identity({
+    config: config.auth.oauth2, publicUrl: () => where.publicUrl, keyIds: config.auth.keys.map((key) => key.id), logger: logger.child({ component: 'oauth2' }),
+  });
   // The one admission path of every transport: callers, scopes, quota pools.
-  const admission = new Admission({ config, metrics: admissionMetrics(registry) });
+  const admission = new Admission({
+    config, metrics: admissionMetrics(registry), verifiers: identity ? [identity.verifier] : [], challenges: identity,
+  });
   const http = createHttpServer({
     router,
     admission,
@@ -147,7 +158,9 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   try {
     const address = await http.listen(config.server.host, config.server.port);
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
-    const parts = await assemble({ config, options, logger, registry, log, life, url, admission });
+    where.publicUrl ||= url;
+    if (identity) life.add(identity);
+    const parts = await assemble({ config, options, logger, registry, log, life, url, admission, identity });
     router.add(parts.routes);
     storageUp = parts.storageUp;
     // Runtime services join the directory before anything starts: a paused one never delivers or reads.
@@ -173,6 +186,7 @@ interface AssembleInput {
   life: Lifecycle;
   url: string;
   admission: Admission;
+  identity: OAuth2Identity | undefined;
 }
 
 /**
@@ -181,15 +195,17 @@ interface AssembleInput {
  * what talks to them, the stores before what writes to them, the live tail before the push bridges.
  */
 async function assemble(input: AssembleInput) {
-  const { config, options, logger, registry, log, life, admission } = input;
+  const { config, options, logger, registry, log, life, admission, identity } = input;
+  const tokenUrl = () => identity?.provider.known.tokenEndpoint;
   const publicUrl = config.server.publicUrl ?? input.url;
   const common = { registry, logger, life };
   const { backends, endpointGuard } = createBackends({ config, publicUrl, resolver: options.resolver, ...common });
   // The gRPC bridge is built later (it needs the command path); the manifest reads its port lazily.
   let grpc: GrpcBridge | undefined;
-  const { catalogue, manifest, capabilities } = createManifest({ config, publicUrl, backends, log, logger, life, grpcPort: () => grpc?.port });
+  const { catalogue, manifest, capabilities } = createManifest({ config, publicUrl, backends, log, logger, life, grpcPort: () => grpc?.port, tokenUrl });
+  identity?.provider.onDiscovered(() => manifest.invalidate());
   const carriers = credentialCarriers(config.auth);
-  const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, registry, logger });
+  const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, access: new AccessRules(config.backends), registry, logger });
   life.add(queries.catalogue);
   const ingestors = await createIngestion({ storage: config.storage, backends, log, publicUrl, ...common });
   const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
@@ -230,12 +246,14 @@ async function assemble(input: AssembleInput) {
     config, publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail,
     post: (url, headers, body, signal) => webhooks.bridge.client.post(url, headers, body, signal),
     admission,
+    tokenUrl,
     ...common,
   });
   grpc = createGrpc({ config, tail, log, aliases: commands.aliases, ingestion: commands.ingestion, admission, ...common });
   const originGuard = createOriginGuard({ publicUrl, corsOrigins: config.server.cors.origins, allowedHosts: config.mcp.allowedHosts });
   const routes: Route[] = [
     ...discoveryRoutes(manifest),
+    ...protectedResourceRoutes(config.auth, publicUrl),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
     ...sse.routes,

@@ -5,6 +5,7 @@
  * runtime gets its adapter, a removed one loses it (its undelivered commands stay in the outbox);
  * the dispatcher skips paused backends and looks again when one is resumed.
  */
+import { AccessRules } from './edge/access-rules.ts';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { BackendDirectory } from './backends/directory.ts';
@@ -49,6 +50,8 @@ export interface CommandPath {
   aliases: AliasNotifier;
   /** The one command pipeline (validation, idempotency, outbox) every front submits through: HTTP, gRPC, A2A, MCP. */
   ingestion: CommandIngestion;
+  /** Per-caller catalogues (`access`) of commands. */
+  access: AccessRules;
 }
 
 /** Opens the command store and builds the command path (nothing is delivered before `start()`). */
@@ -77,8 +80,10 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     metrics,
     logger: logger.child({ component: 'dispatcher' }),
   });
+  const access = new AccessRules(config.backends);
   const ingestion = createIngestion({
     catalogue,
+    access,
     store,
     idempotencyWindowMs: config.commands.idempotencyWindowMs,
     rateLimiter: rateLimit,
@@ -89,8 +94,9 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
   const purger = idempotencyPurger(store, config.commands.idempotencyWindowMs, logger);
   return {
     components: [{ close: () => store.close() }, rateLimit, catalogue, purger, aliases, dispatcher],
-    routes: commandRoutes({ catalogue, ingestion, backends }),
+    routes: commandRoutes({ catalogue, ingestion, backends, access }),
     store,
+    access,
     catalogue,
     dispatcher,
     aliases,

@@ -44,6 +44,8 @@ export const errorStatus = {
   QUOTA_EXCEEDED: 429,
   /** A stream's reader left more than its byte bound unread (`sse.maxBufferedBytes`) and was ended; resume with the last event id. */
   SLOW_CONSUMER: 429,
+  /** The identity provider (`auth.oauth2`: discovery, keys, introspection) cannot be reached, so a token cannot be checked yet. */
+  IDENTITY_PROVIDER_UNAVAILABLE: 503,
 } as const;
 
 /** A stable, machine-readable error code. */

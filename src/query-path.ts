@@ -3,6 +3,7 @@
  * block, like `command-path.ts`): the query catalogue, the backend adapters (legacy mappings
  * compiled once), the runner with its metrics, and the routes.
  */
+import type { AccessRules } from './edge/access-rules.ts';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { BackendDirectory } from './backends/directory.ts';
@@ -24,6 +25,8 @@ export interface QueryPathOptions {
   timeoutMs: number;
   /** The query parameter that may carry the caller's key (`auth.queryParam`). */
   credentialQueryParam?: string;
+  /** Per-caller catalogues (`access`); absent = every caller sees every query. */
+  access?: AccessRules;
   registry: Registry;
   logger: Logger;
 }
@@ -54,5 +57,5 @@ export function createQueryPath(options: QueryPathOptions): QueryPath {
     credentialQueryParam: options.credentialQueryParam,
     metrics: queryMetrics(options.registry),
   });
-  return { catalogue, runner, routes: queryRoutes({ catalogue, runner, backends }) };
+  return { catalogue, runner, routes: queryRoutes({ catalogue, runner, backends, access: options.access }) };
 }

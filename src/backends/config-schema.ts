@@ -18,6 +18,12 @@ export const backendsSchema: JsonSchema = {
 
 /** `definitions` used only by backends. */
 export const backendsDefinitions: Record<string, JsonSchema> = {
+  "access": {
+    "type": "array",
+    "minItems": 1,
+    "items": { "type": "string", "minLength": 1 },
+    "description": "Who sees and may use this backend, command or query: a caller holding any of these values (a gateway scope read/write/admin, or a value of its token's scope claim, e.g. a role). Hidden things are absent for the caller: not listed, and using one is 404 / UNKNOWN_COMMAND_TYPE. Default: everyone with the operation's scope."
+  },
   "backendId": {
     "type": "string",
     "pattern": "^[a-z][a-z0-9-]*$",
@@ -183,6 +189,15 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
         },
         "default": {}
       },
+      "access": {
+        "$ref": "#/definitions/access"
+      },
+      "forwardIdentity": {
+        "type": "string",
+        "enum": ["none", "header", "token"],
+        "default": "none",
+        "description": "What the backend learns of the caller. none (default): nothing. header: X-Proto-Principal (the principal id; percent-encoded outside printable ASCII) and X-Proto-Scopes (space-separated gateway scopes; commands carry only the principal recorded at accept time), and any such header the caller sent is removed. token: queries and pass-through carry the caller's verified bearer token as Authorization (for backends that verify it themselves); commands, dispatched later from the outbox, carry X-Proto-Principal instead (a token may have expired by then), as do callers that used an API key."
+      },
       "correlationHeader": {
         "type": "string",
         "description": "Header carrying the command id to the legacy service. Default X-Request-Id.",
@@ -286,6 +301,15 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
         },
         "default": {}
       },
+      "access": {
+        "$ref": "#/definitions/access"
+      },
+      "forwardIdentity": {
+        "type": "string",
+        "enum": ["none", "header", "token"],
+        "default": "none",
+        "description": "What the backend learns of the caller. none (default): nothing. header: X-Proto-Principal (the principal id; percent-encoded outside printable ASCII) and X-Proto-Scopes (space-separated gateway scopes; commands carry only the principal recorded at accept time), and any such header the caller sent is removed. token: queries and pass-through carry the caller's verified bearer token as Authorization (for backends that verify it themselves); commands, dispatched later from the outbox, carry X-Proto-Principal instead (a token may have expired by then), as do callers that used an API key."
+      },
       "refresh": {
         "$ref": "#/definitions/duration",
         "description": "How often its manifest and catalogues are re-read. Default 30s.",
@@ -323,6 +347,9 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
       "request"
     ],
     "properties": {
+      "access": {
+        "$ref": "#/definitions/access"
+      },
       "type": {
         "$ref": "#/definitions/pascalName",
         "description": "Command type (PascalCase); must equal $pascal(schema)."
@@ -434,6 +461,9 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
       "request"
     ],
     "properties": {
+      "access": {
+        "$ref": "#/definitions/access"
+      },
       "schema": {
         "$ref": "#/definitions/kebabName",
         "description": "Catalogue schema name (kebab-case), the {schema} of /queries/{schema}."

@@ -11,6 +11,7 @@ import type { ConfigSection, SectionContext } from '../config/section.ts';
 import { firstSeen } from '../config/semantic-checks.ts';
 import type {
   BackendConfig,
+  ForwardIdentity,
   LegacyBackendConfig,
   LegacyCommandConfig,
   LegacyQueryConfig,
@@ -48,6 +49,8 @@ function backendConfig(raw: RawMap, index: number, ctx: SectionContext): Backend
     source: text(raw.source, `urn:proto-gateway:${id}`),
     circuit: { failures: num(circuit.failures, 5), cooldownMs: ms(circuit.cooldown, '30s') },
     headers: { ...(asMap(raw.headers) as Record<string, string>) },
+    forwardIdentity: text(raw.forwardIdentity, 'none') as ForwardIdentity,
+    ...(raw.access !== undefined && { access: strings(raw.access) }),
     ...optional(raw, ['description', 'version']),
   };
   if (raw.kind === 'proto') return protoBackend(raw, common);
@@ -87,6 +90,7 @@ function legacyCommand(raw: RawMap, path: ConfigPath, ctx: SectionContext): Lega
     schema: text(raw.schema, kebab(type)),
     version: text(raw.version, defaultCatalogueVersion),
     ...optional(raw, ['description']),
+    ...(raw.access !== undefined && { access: strings(raw.access) }),
     jsonSchema: fromFile?.schema ?? (raw.jsonSchema as Record<string, unknown>),
     request: { method: text(request.method, 'POST'), path: String(request.path), ...optional(request, ['body']) },
     events: {
@@ -102,6 +106,7 @@ function legacyQuery(raw: RawMap): LegacyQueryConfig {
     schema: String(raw.schema),
     version: text(raw.version, defaultCatalogueVersion),
     ...optional(raw, ['description', 'parameters', 'result']),
+    ...(raw.access !== undefined && { access: strings(raw.access) }),
     response: (raw.response as Record<string, unknown> | undefined) ?? {},
     request: { method: text(request.method, 'GET'), path: String(request.path), ...optional(request, ['query']) },
   };

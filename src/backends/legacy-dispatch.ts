@@ -7,6 +7,7 @@
  * default: the response when it is an object); a final refusal or exhausted retries yield the
  * `events.failure` event (`<Type>FailedV1` unless configured). Every mapping is compiled at boot.
  */
+import { identityHeaders } from './identity-headers.ts';
 import type { OutboxEntry } from '../commands/CommandStore.ts';
 import {
   defaultFailureType,
@@ -75,7 +76,9 @@ export class LegacyCommandDelivery implements CommandDelivery {
   }
 
   #headers(entry: OutboxEntry): Record<string, string> {
-    const headers: Record<string, string> = { accept: 'application/json', ...this.#backend.config.headers, [this.#backend.config.correlationHeader]: entry.id };
+    // The principal recorded when the command was accepted (never a token: it may have expired).
+    const identity = identityHeaders(this.#backend.config.forwardIdentity, { principal: entry.principal });
+    const headers: Record<string, string> = { accept: 'application/json', ...this.#backend.config.headers, ...identity, [this.#backend.config.correlationHeader]: entry.id };
     if (entry.traceparent) headers.traceparent = entry.traceparent;
     return headers;
   }

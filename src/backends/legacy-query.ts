@@ -9,6 +9,7 @@
  * A path that the parameters cannot fill is the caller's problem (400 `INVALID_PARAMETER`); a
  * result expression that fails on the backend's answer is the backend's (503 `BACKEND_UNAVAILABLE`).
  */
+import { identityHeaders } from './identity-headers.ts';
 import type { LegacyQueryConfig } from '../config/types.ts';
 import { ProtoError } from '../errors.ts';
 import { joinUrl, rewriteDeep } from '../manifest/rewrite.ts';
@@ -46,7 +47,7 @@ export class LegacyQueries {
     const input = { params: call.params };
     const path = await renderPath(mapped.path, input).catch(unfilled);
     const search = mapped.query ? queryString(await mapped.query.evaluate(input).catch(unfilled)) : '';
-    const headers = { ...backend.config.headers };
+    const headers = { ...backend.config.headers, ...identityHeaders(backend.config.forwardIdentity, call.caller) };
     const answer = await getJson(joinUrl(backend.config.url, path) + search, { method: mapped.method, headers, timeoutMs: call.timeoutMs, traceparent: call.traceparent });
     if (!isSuccess(answer.status)) {
       const refusal = refusalOf(answer);

@@ -4,6 +4,7 @@
  * backend produces the result events itself; the gateway emits `<CommandType>FailedV1` only when
  * it cannot deliver (a refusal, or retries exhausted).
  */
+import { identityHeaders } from './identity-headers.ts';
 import type { CommandEntry } from '../catalogue/command-catalogue.ts';
 import type { OutboxEntry } from '../commands/CommandStore.ts';
 import {
@@ -34,7 +35,9 @@ export class ProtoCommandDelivery implements CommandDelivery {
   }
 
   async deliver(entry: OutboxEntry, signal: AbortSignal, timeoutMs: number): Promise<DeliveryOutcome> {
-    const headers: Record<string, string> = { accept: 'application/json', ...this.#backend.config.headers };
+    // The principal recorded when the command was accepted (never a token: it may have expired).
+    const identity = identityHeaders(this.#backend.config.forwardIdentity, { principal: entry.principal });
+    const headers: Record<string, string> = { accept: 'application/json', ...this.#backend.config.headers, ...identity };
     if (entry.traceparent) headers.traceparent = entry.traceparent;
     const body = { ...entry.command, dataschema: this.#ownDataschema(entry.command) };
     const request = { url: joinUrl(this.#backend.endpoint(), 'commands'), method: 'POST', headers, body, dispatcher: this.#backend.connections?.dispatcher };

@@ -117,10 +117,10 @@ export class CommandCatalogue {
   }
 
   /** `GET /commands` (of one backend when `backendId` is given). */
-  list(backendId?: string): CommandListItem[] {
+  list(backendId?: string, visible: (entry: CommandEntry) => boolean = () => true): CommandListItem[] {
     const items: CommandListItem[] = [];
     for (const entry of this.#byType.values()) {
-      if (backendId !== undefined && entry.backend !== backendId) continue;
+      if ((backendId !== undefined && entry.backend !== backendId) || !visible(entry)) continue;
       const item: CommandListItem = { schema: entry.schema, version: entry.version, dataschema: this.dataschemaOf(entry, backendId) };
       if (entry.description !== undefined) item.description = entry.description;
       items.push(item);
@@ -135,9 +135,9 @@ export class CommandCatalogue {
   }
 
   /** The schema document of `schema/version` with its public `$id`; throws 404 `UNKNOWN_SCHEMA`. */
-  schemaDocument(schema: string, version: string, backendId?: string): Record<string, unknown> {
+  schemaDocument(schema: string, version: string, backendId?: string, visible: (entry: CommandEntry) => boolean = () => true): Record<string, unknown> {
     const entry = this.#bySchema.get(`${schema}/${version}`);
-    if (!entry || (backendId !== undefined && entry.backend !== backendId)) {
+    if (!entry || (backendId !== undefined && entry.backend !== backendId) || !visible(entry)) {
       throw new ProtoError('UNKNOWN_SCHEMA', `no command schema ${schema}/${version}`, { schema: `${schema}/${version}` });
     }
     const { $schema, ...rest } = entry.document;

@@ -93,10 +93,10 @@ export class QueryCatalogue {
   }
 
   /** `GET /queries` (of one backend when `backendId` is given). */
-  list(backendId?: string): QueryListItem[] {
+  list(backendId?: string, visible: (entry: QueryEntry) => boolean = () => true): QueryListItem[] {
     const items: QueryListItem[] = [];
     for (const entry of this.#bySchema.values()) {
-      if (backendId !== undefined && entry.backend !== backendId) continue;
+      if ((backendId !== undefined && entry.backend !== backendId) || !visible(entry)) continue;
       const item: QueryListItem = { schema: entry.schema, version: entry.version, dataschema: this.#dataschemaOf(entry, backendId) };
       if (entry.description !== undefined) item.description = entry.description;
       items.push(item);
@@ -105,17 +105,17 @@ export class QueryCatalogue {
   }
 
   /** The document of `schema/version`; throws 404 `UNKNOWN_SCHEMA`. */
-  document(schema: string, version: string, backendId?: string): QueryDocument {
+  document(schema: string, version: string, backendId?: string, visible: (entry: QueryEntry) => boolean = () => true): QueryDocument {
     const entry = this.#bySchema.get(`${schema}/${version}`);
-    if (!entry || (backendId !== undefined && entry.backend !== backendId)) throw unknownQuery(`${schema}/${version}`);
+    if (!entry || (backendId !== undefined && entry.backend !== backendId) || !visible(entry)) throw unknownQuery(`${schema}/${version}`);
     return entry.document;
   }
 
   /** The entry that runs `GET /queries/{schema}`: its highest version; throws 404 `UNKNOWN_SCHEMA`. */
-  resolve(schema: string, backendId?: string): QueryEntry {
+  resolve(schema: string, backendId?: string, visible: (entry: QueryEntry) => boolean = () => true): QueryEntry {
     let found: QueryEntry | undefined;
     for (const entry of this.#bySchema.values()) {
-      if (entry.schema !== schema || (backendId !== undefined && entry.backend !== backendId)) continue;
+      if (entry.schema !== schema || (backendId !== undefined && entry.backend !== backendId) || !visible(entry)) continue;
       if (!found || entry.version.localeCompare(found.version, 'en', { numeric: true }) > 0) found = entry;
     }
     if (!found) throw unknownQuery(schema);

@@ -5,6 +5,8 @@
  * lookup → `dataschema` → validation of `data` → idempotency and durable outbox (one transaction)
  * → `201 { id }`. Each step has one job and throws a catalogued `ProtoError` to refuse.
  */
+import type { Principal } from '../edge/credentials.ts';
+import type { AccessRules } from '../edge/access-rules.ts';
 import type { CommandCatalogue, CommandEntry } from '../catalogue/command-catalogue.ts';
 import { describeProblems } from '../catalogue/schema-compiler.ts';
 import { isProtoError, ProtoError } from '../errors.ts';
@@ -26,6 +28,11 @@ export interface Submission {
   readBody(): Promise<unknown>;
   /** W3C trace context to carry to the backend. */
   traceparent?: string;
+  /**
+   * The admitted caller, for per-caller catalogues (`access`): a command it may not see is refused
+   * as unknown. Without it, only commands without `access` are accepted (fail closed).
+   */
+  caller?: Principal;
 }
 
 /** What the caller gets: the first answer to this command id (`replayed` when it is a repeat). */
@@ -51,6 +58,8 @@ type Step = (draft: Draft) => void | Promise<void>;
 /** What the pipeline is built from. */
 export interface IngestionOptions {
   catalogue: CommandCatalogue;
+  /** Per-caller catalogues (`access`); absent = every command is open to every writer. */
+  access?: AccessRules;
   store: CommandStore;
   /** `commands.idempotencyWindow`, in ms. */
   idempotencyWindowMs: number;
@@ -65,6 +74,9 @@ export interface IngestionOptions {
   now?: () => number;
 }
 
+/** A caller with nothing: sees only what has no `access` list. */
+const NOBODY: Principal = { id: '', scopes: new Set() };
+
 /** The assembled pipeline. */
 export interface CommandIngestion {
   /** Runs a submission through every step; resolves with the answer or throws the first refusal. */
@@ -77,7 +89,7 @@ export function createIngestion(options: IngestionOptions): CommandIngestion {
     ...(options.rateLimiter?.enabled ? [rateLimitStep(options.rateLimiter)] : []),
     readBodyStep,
     envelopeStep,
-    lookupStep(options.catalogue),
+    lookupStep(options.catalogue, options.access),
     dataschemaStep(options.catalogue),
     validationStep,
     requestStep,
@@ -113,11 +125,13 @@ function envelopeStep(draft: Draft): void {
 }
 
 /** The catalogue entry of the type; per service, only that service's types are accepted. */
-function lookupStep(catalogue: CommandCatalogue): Step {
+function lookupStep(catalogue: CommandCatalogue, access: AccessRules | undefined): Step {
   return (draft) => {
     const { type } = draft.envelope!;
-    const entry = catalogue.byType(type);
-    const { service } = draft.submission;
+    const { service, caller } = draft.submission;
+    const found = catalogue.byType(type);
+    // A command the caller may not see is absent for it: the same answers as an unknown type.
+    const entry = found && access && !access.command(caller ?? NOBODY, found) ? undefined : found;
     if (service !== undefined && entry?.backend !== service) {
       throw new ProtoError('COMMAND_NOT_ACCEPTED', `service "${service}" does not accept ${type}`, { type, service });
     }

@@ -74,12 +74,50 @@ export interface AuthKey {
 export type Scope = 'read' | 'write' | 'admin';
 
 export interface AuthConfig {
-  type: 'none' | 'apiKey' | 'bearer';
+  /** `oauth2`: bearer tokens of the operator's identity provider, and the configured keys beside them. */
+  type: 'none' | 'apiKey' | 'bearer' | 'oauth2';
   /** Header carrying an API key (default `X-Api-Key`). */
   header: string;
   /** Query parameter also carrying the key (for EventSource); undefined = not accepted. */
   queryParam?: string;
   keys: AuthKey[];
+  /** `auth.oauth2`: present when `type` is `oauth2`. */
+  oauth2?: OAuth2Config;
+}
+
+/** `auth.oauth2`: how bearer tokens of the identity provider are verified and mapped (README, Identity provider). */
+export interface OAuth2Config {
+  /** The `iss` every token must carry; also where OIDC discovery starts (`{issuer}/.well-known/openid-configuration`). */
+  issuer?: string;
+  /** The JWKS of the provider; default: the `jwks_uri` found by discovery. */
+  jwksUrl?: string;
+  /** Accepted `aud` values (a token must name one); empty = the audience is not checked. */
+  audience: string[];
+  /** Accepted JWS algorithms; default the asymmetric ones. `none` never; HS* only with `sharedSecret`. */
+  algorithms: string[];
+  /** HMAC secret of HS256/384/512 tokens; absent = HMAC tokens are refused. */
+  sharedSecret?: string;
+  /** Leeway on `exp`/`nbf`/`iat`, in ms (default 30 s). */
+  clockToleranceMs: number;
+  /** Keys fetched are kept this long before a re-read (default 10 min). */
+  jwksCacheMaxAgeMs: number;
+  /** At most one re-read of the JWKS per this interval for an unknown `kid` (default 30 s). */
+  jwksCooldownMs: number;
+  /** RFC 7662 introspection endpoint for opaque (non-JWT) tokens; absent = only JWTs. */
+  introspectionUrl?: string;
+  /** Client credentials of the gateway at the introspection endpoint (HTTP Basic). */
+  clientId?: string;
+  clientSecret?: string;
+  /** The token endpoint advertised to callers; default the one discovery finds. */
+  tokenUrl?: string;
+  /** The claim naming the principal (default `sub`); a dotted path reaches nested claims. */
+  principalClaim: string;
+  /** The claim holding the caller's scopes or roles (default `scope`): a space-separated string or an array; dotted path for nested (`realm_access.roles`). */
+  scopeClaim: string;
+  /** Claim value → gateway scopes; absent = the values `read`, `write`, `admin` map to themselves. */
+  scopeMap?: Record<string, Scope[]>;
+  /** Query parameter also carrying the token (browser EventSource on `GET /events/stream`); absent = not accepted. */
+  queryParam?: string;
 }
 
 export interface StorageConfig {
@@ -172,7 +210,14 @@ interface BackendCommon {
   circuit: { failures: number; cooldownMs: number };
   /** Headers added to every request to this backend. */
   headers: Record<string, string>;
+  /** Who sees and may use this backend (any of these values; `edge/access-rules.ts`); absent = everyone. */
+  access?: string[];
+  /** What the backend learns of the caller (`none` by default; see `backends/identity-headers.ts`). */
+  forwardIdentity: ForwardIdentity;
 }
+
+/** `backends[].forwardIdentity`: none, the principal in headers, or the caller's verified token (queries and pass-through). */
+export type ForwardIdentity = 'none' | 'header' | 'token';
 
 export interface ProtoBackendConfig extends BackendCommon {
   kind: 'proto';
@@ -192,6 +237,8 @@ export interface LegacyBackendConfig extends BackendCommon {
 
 export interface LegacyCommandConfig {
   type: string;
+  /** Who sees and may send it (any of these values); absent = everyone who sees the backend. */
+  access?: string[];
   schema: string;
   version: string;
   description?: string;
@@ -206,6 +253,8 @@ export interface LegacyCommandConfig {
 
 export interface LegacyQueryConfig {
   schema: string;
+  /** Who sees and may run it (any of these values); absent = everyone who sees the backend. */
+  access?: string[];
   version: string;
   description?: string;
   parameters?: Record<string, unknown>;

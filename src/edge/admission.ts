@@ -9,7 +9,7 @@
  * Refusals are catalogued `ProtoError`s; each transport maps them to its own status (gRPC codes,
  * JSON-RPC errors) with the catalogue code attached.
  */
-import type { AuthConfig, GatewayConfig } from '../config/types.ts';
+import type { AuthConfig, GatewayConfig, Scope } from '../config/types.ts';
 import { ProtoError } from '../errors.ts';
 import type { AdmissionMetrics } from '../metrics/admission.ts';
 import { ANONYMOUS, apiKeyVerifier, challengeOf, type CredentialVerifier, type Presented, type Principal } from './credentials.ts';
@@ -22,6 +22,14 @@ export interface AdmissionOptions {
   metrics: AdmissionMetrics;
   /** Verifiers asked after the configured keys, in order (e.g. OAuth2 bearer JWTs). */
   verifiers?: CredentialVerifier[];
+  /** The challenges of refusals when a verifier defines its own (OAuth2: RFC 6750 `Bearer`, RFC 9728 `resource_metadata`). */
+  challenges?: Challenges;
+}
+
+/** `WWW-Authenticate` (and other) headers of a 401 without valid credentials and of a 403 for a missing scope. */
+export interface Challenges {
+  unauthenticated(): Record<string, string>;
+  insufficientScope(scope: Scope): Record<string, string>;
 }
 
 /** Resolves callers, checks scopes, and holds the shared quota pools. */
@@ -36,12 +44,14 @@ export class Admission {
   readonly #auth: AuthConfig;
   readonly #verifiers: CredentialVerifier[];
   readonly #challenge: Record<string, string>;
+  readonly #challenges: Challenges | undefined;
 
   constructor(options: AdmissionOptions) {
     const { auth, sse } = options.config;
     this.#auth = auth;
     this.#verifiers = [apiKeyVerifier(auth), ...(options.verifiers ?? [])];
     this.#challenge = challengeOf(auth);
+    this.#challenges = options.challenges;
     this.metrics = options.metrics;
     this.streams = new QuotaPool({
       name: 'streams',
@@ -69,13 +79,15 @@ export class Admission {
     }
     // No verifier took what was presented: an unknown bearer token, or nothing at all.
     const message = presented.headers.authorization === undefined ? 'credentials are required' : 'the credentials are not valid';
-    throw new ProtoError('UNAUTHENTICATED', message, undefined, this.#challenge);
+    throw new ProtoError('UNAUTHENTICATED', message, undefined, this.#challenges?.unauthenticated() ?? this.#challenge);
   }
 
   /** Throws 403 `FORBIDDEN` unless `principal` holds the scope `operation` needs. */
   authorize(principal: Principal, operation: Operation): void {
     const scope = scopeOf(operation);
-    if (!principal.scopes.has(scope)) throw new ProtoError('FORBIDDEN', `this operation needs the "${scope}" scope`, { scope });
+    if (!principal.scopes.has(scope)) {
+      throw new ProtoError('FORBIDDEN', `this operation needs the "${scope}" scope`, { scope }, this.#challenges?.insufficientScope(scope));
+    }
   }
 
   /** Counts a refusal by a quota kept elsewhere (a store's count: A2A tasks, push configs). */

@@ -12,6 +12,8 @@ import { ProtoError } from '../errors.ts';
 export interface Principal {
   id: string;
   scopes: ReadonlySet<Scope>;
+  /** Values of the identity provider's scope claim, as the token carried them (per-caller `access` rules); absent for keys. */
+  grants?: ReadonlySet<string>;
 }
 
 /** What a caller presented, in a transport-neutral form: lower-case header (or metadata) names. */
@@ -57,7 +59,8 @@ export function apiKeyVerifier(auth: AuthConfig): CredentialVerifier {
 
 /** The names of credential carriers, so the pass-through can strip them. */
 export function credentialCarriers(auth: AuthConfig): { headers: string[]; queryParam?: string } {
-  return { headers: ['authorization', auth.header.toLowerCase()], queryParam: auth.type === 'apiKey' ? auth.queryParam : undefined };
+  const queryParam = auth.type === 'apiKey' ? auth.queryParam : auth.type === 'oauth2' ? auth.oauth2?.queryParam : undefined;
+  return { headers: ['authorization', auth.header.toLowerCase()], queryParam };
 }
 
 /** The key presented, and whether it came as a bearer token (which other verifiers may also read). */

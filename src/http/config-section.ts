@@ -10,6 +10,7 @@ import { firstSeen } from '../config/semantic-checks.ts';
 import type { AuthConfig, ServerConfig } from '../config/types.ts';
 import { isWildcardAddress } from '../config/wildcard-address.ts';
 import type { Reporter } from '../config/yaml-source.ts';
+import { checkOAuth2, OAUTH2_SCHEMA, oauth2Defaults } from '../edge/oauth2/oauth2-config.ts';
 
 /** `server:`: the listener (host 127.0.0.1, port 8080, body limit 1mb, JSON depth 64, shutdown 10s). */
 export const serverSection: ConfigSection<'server'> = {
@@ -89,7 +90,7 @@ export const serverSection: ConfigSection<'server'> = {
   },
 };
 
-/** `auth:`: none by default; apiKey or bearer with `keys`. */
+/** `auth:`: none by default; apiKey or bearer with `keys`; oauth2 with `oauth2` (keys optional beside it). */
 export const authSection: ConfigSection<'auth'> = {
   key: 'auth',
   schema: {
@@ -102,10 +103,11 @@ export const authSection: ConfigSection<'auth'> = {
         "enum": [
           "none",
           "apiKey",
-          "bearer"
+          "bearer",
+          "oauth2"
         ],
         "default": "none",
-        "description": "none: public; apiKey: key in header (or Authorization: Bearer); bearer: Authorization: Bearer <key>. Default none."
+        "description": "none: public; apiKey: key in header (or Authorization: Bearer); bearer: Authorization: Bearer <key>; oauth2: bearer tokens of the operator's identity provider (auth.oauth2), the keys still accepted beside them. Default none."
       },
       "header": {
         "type": "string",
@@ -118,9 +120,10 @@ export const authSection: ConfigSection<'auth'> = {
         "description": "Query parameter also carrying the key (for EventSource). Default: not accepted.",
         "minLength": 1
       },
+      "oauth2": OAUTH2_SCHEMA,
       "keys": {
         "type": "array",
-        "description": "Accepted keys, one per principal. Required (at least one) when type is apiKey or bearer.",
+        "description": "Accepted keys, one per principal. Required (at least one) when type is apiKey or bearer; optional beside oauth2.",
         "default": [],
         "items": {
           "type": "object",
@@ -173,12 +176,14 @@ export const authSection: ConfigSection<'auth'> = {
       }),
     };
     if (typeof raw.queryParam === 'string') config.queryParam = raw.queryParam;
+    if (config.type === 'oauth2') config.oauth2 = oauth2Defaults(raw.oauth2);
     return config;
   },
 };
 
 /** apiKey and bearer need at least one key; ids and keys are unique (a key names one principal). */
 function checkAuth(auth: RawMap, report: Reporter): void {
+  checkOAuth2(auth, report);
   const keys = entries(auth.keys);
   if ((auth.type === 'apiKey' || auth.type === 'bearer') && keys.length === 0) {
     report(['auth', 'type'], `auth type ${auth.type} needs at least one entry in auth.keys`);

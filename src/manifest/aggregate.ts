@@ -21,6 +21,8 @@ export interface AggregateInput {
   gatewayVersion: string;
   publicUrl: string;
   auth: AuthConfig;
+  /** With `auth.type: oauth2`: the token endpoint to advertise (configured or discovered), when known. */
+  tokenUrl?: string;
   /** The gateway's own capabilities (see capabilities.ts). */
   capabilities: Capability[];
   backends: Backend[];
@@ -50,20 +52,29 @@ export function aggregateManifest(input: AggregateInput): Manifest {
       capabilities.push(capability);
     }
   }
-  return { PROTO: { version: input.protocolVersion, services, capabilities, authentication: authenticationBlock(input.auth) } };
+  return { PROTO: { version: input.protocolVersion, services, capabilities, authentication: authenticationBlock(input.auth, input.tokenUrl) } };
 }
 
 /** One backend's part of the manifest (`GET /services/{id}/.well-known/proto`), rewritten. */
-export function backendManifest(backend: Backend, input: Pick<AggregateInput, 'protocolVersion' | 'auth'>): Manifest {
+export function backendManifest(backend: Backend, input: Pick<AggregateInput, 'protocolVersion' | 'auth' | 'tokenUrl'>): Manifest {
   const part = backendPart(backend, { publicOnly: false });
-  return { PROTO: { version: input.protocolVersion, services: part.services, capabilities: part.capabilities, authentication: authenticationBlock(input.auth) } };
+  return { PROTO: { version: input.protocolVersion, services: part.services, capabilities: part.capabilities, authentication: authenticationBlock(input.auth, input.tokenUrl) } };
 }
 
 /** The `authentication` block for the auth config (PROTOCOL.md 2.6). */
-export function authenticationBlock(auth: AuthConfig): AuthenticationBlock {
+export function authenticationBlock(auth: AuthConfig, tokenUrl?: string): AuthenticationBlock {
+  if (auth.type === 'oauth2') return { type: 'oauth2', ...(tokenUrl && { tokenUrl }), scopes: oauth2Scopes(auth) };
   if (auth.type === 'apiKey') return { type: 'apiKey', in: 'header', scheme: auth.header };
   if (auth.type === 'bearer') return { type: 'bearer', scheme: 'Bearer' };
   return { type: 'none' };
+}
+
+/**
+ * The scopes a caller asks its identity provider for (`auth.oauth2`): the claim values of the
+ * mapping table, or the gateway's own scope names when there is none.
+ */
+export function oauth2Scopes(auth: AuthConfig): string[] {
+  return Object.keys(auth.oauth2?.scopeMap ?? { read: 1, write: 1, admin: 1 });
 }
 
 interface BackendPart {

@@ -22,6 +22,8 @@ export interface ManifestDeps {
   life: Lifecycle;
   /** The bound gRPC port once the gRPC bridge listens (read lazily: it is built later). */
   grpcPort(): number | undefined;
+  /** With `auth.type: oauth2`: the token endpoint to advertise, once known (read when the manifest is built). */
+  tokenUrl?(): string | undefined;
 }
 
 /** The event catalogue, the public manifest and the gateway's capability specs. */
@@ -34,9 +36,10 @@ export function createManifest(deps: ManifestDeps) {
     gatewayVersion: GATEWAY_VERSION,
     publicUrl,
     auth: config.auth,
+    tokenUrl: () => deps.tokenUrl?.(),
     capabilities,
     backends: deps.backends,
-    transports: () => gatewayTransports(config, publicUrl, deps.grpcPort()),
+    transports: () => gatewayTransports(config, publicUrl, deps.grpcPort(), deps.tokenUrl?.()),
   });
   return { catalogue, manifest, capabilities };
 }

@@ -2,6 +2,7 @@
  * The capabilities the gateway implements so far, each with exactly the routes that exist
  * (never `active` with a missing route). Later features add theirs here.
  */
+import { oauth2Scopes } from './aggregate.ts';
 import type { AuthConfig, GatewayConfig } from '../config/types.ts';
 import { isWildcardAddress } from '../config/wildcard-address.ts';
 import type { CapabilitySpec } from './capabilities.ts';
@@ -97,7 +98,7 @@ export function gatewayCapabilitySpecs(config: GatewayConfig): CapabilitySpec[] 
  * host when `grpc.host` is a wildcard address, and the served
  * `.proto`), and `a2a` (the agent card URL) when `a2a.enabled`; `grpcPort` is the port bound when the configured one is 0.
  */
-export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpcPort?: number): Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> {
+export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpcPort?: number, tokenUrl?: string): Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> {
   const transports: Pick<ServiceEntry, 'grpc' | 'a2a' | 'mcp'> = {};
   if (config.grpc) {
     // Bound to every interface, the listening host is no address to advertise: the public URL's host is.
@@ -107,17 +108,20 @@ export function gatewayTransports(config: GatewayConfig, publicUrl: string, grpc
   }
   // The A2A agent card (PROTOCOL.md 2.2, 2.4); never a flag in the events capability's push block.
   if (config.a2a.enabled) transports.a2a = { agent_card_url: `${publicUrl}.well-known/agent-card.json` };
-  if (config.mcp.enabled) transports.mcp = mcpBlock(publicUrl, config.auth);
+  if (config.mcp.enabled) transports.mcp = mcpBlock(publicUrl, config.auth, tokenUrl);
   return transports;
 }
 
 /**
  * The gateway's `mcp` transport block (PROTOCOL.md 2.4): Streamable HTTP at `{publicUrl}mcp`,
- * events pushed as notifications, and the credentials in the `headers` form of 2.6.
+ * events pushed as notifications, and the credentials in the `headers` form of 2.6 (oauth2: the
+ * token endpoint and scopes, as `PROTO.authentication`).
  */
-export function mcpBlock(publicUrl: string, auth: AuthConfig): Record<string, unknown> {
+export function mcpBlock(publicUrl: string, auth: AuthConfig, tokenUrl?: string): Record<string, unknown> {
   const block: Record<string, unknown> = { transport: 'http', server: `${publicUrl}mcp`, push: true };
-  if (auth.type === 'apiKey') {
+  if (auth.type === 'oauth2') {
+    block.authentication = { type: 'oauth2', ...(tokenUrl && { tokenUrl }), scopes: oauth2Scopes(auth) };
+  } else if (auth.type === 'apiKey') {
     block.authentication = { type: 'apiKey', headers: [{ name: auth.header, description: 'API key (Authorization: Bearer <key> works too)' }] };
   } else if (auth.type === 'bearer') {
     block.authentication = { type: 'bearer', scheme: 'Bearer' };

@@ -13,6 +13,8 @@ export interface PublicManifestOptions {
   gatewayVersion: string;
   publicUrl: string;
   auth: AuthConfig;
+  /** With `auth.type: oauth2`: the token endpoint to advertise, once known (call `invalidate()` when it becomes known). */
+  tokenUrl?: () => string | undefined;
   capabilities: CapabilitySpec[];
   backends: BackendDirectory;
   /** The gateway's other transports, as advertised in its service entry (gRPC, A2A, MCP); read when the manifest is built. */
@@ -50,6 +52,7 @@ export class PublicManifest {
       gatewayVersion: o.gatewayVersion,
       publicUrl: o.publicUrl,
       auth: o.auth,
+      tokenUrl: o.tokenUrl?.(),
       capabilities: gatewayCapabilities(o.capabilities, o.publicUrl),
       backends: o.backends.list(),
       transports: o.transports?.(),
@@ -63,7 +66,7 @@ export class PublicManifest {
     if (!backend) return undefined;
     let manifest = this.#scoped.get(id);
     if (!manifest) {
-      manifest = backendManifest(backend, this.#options);
+      manifest = backendManifest(backend, { ...this.#options, tokenUrl: this.#options.tokenUrl?.() });
       this.#scoped.set(id, manifest);
     }
     return manifest;

@@ -2,6 +2,7 @@
  * The port between the query runner and the backend adapters (`backends/proto-query.ts`,
  * `backends/legacy-query.ts`): one query to run against one backend, and what it came to.
  */
+import type { ForwardedCaller } from '../backends/identity-headers.ts';
 import type { QueryEntry } from '../catalogue/query-catalogue.ts';
 import type { QueryResult } from './query-answer.ts';
 
@@ -16,6 +17,8 @@ export interface QueryCall {
   traceparent: string;
   /** Deadline of the backend's answer, in ms. */
   timeoutMs: number;
+  /** The caller, for backends with `forwardIdentity`. */
+  caller?: ForwardedCaller;
 }
 
 /**

@@ -5,6 +5,7 @@
  * backend's adapter within the timeout (504 `BACKEND_TIMEOUT`, unreachable 503), report the outcome
  * to the circuit and the metrics. Queries are synchronous: nothing is stored, nothing retried.
  */
+import type { ForwardedCaller } from '../backends/identity-headers.ts';
 import type { CircuitBreaker } from '../backends/circuit-breaker.ts';
 import type { QueryCatalogue, QueryEntry } from '../catalogue/query-catalogue.ts';
 import { isProtoError, ProtoError } from '../errors.ts';
@@ -34,6 +35,10 @@ export interface QueryRequest {
   traceparent: string;
   /** Scoped to one backend (`/services/{id}/queries/{schema}`). */
   backendId?: string;
+  /** The caller, for backends with `forwardIdentity`. */
+  caller?: ForwardedCaller;
+  /** Whether the caller may see the query (per-caller catalogues); a hidden one is refused as unknown. */
+  visible?: (entry: QueryEntry) => boolean;
 }
 
 /** Runs queries; one per gateway, built at boot. */
@@ -49,7 +54,7 @@ export class QueryRunner {
     const started = performance.now();
     let schema = 'unknown';
     try {
-      const entry = this.#o.catalogue.resolve(request.schema, request.backendId);
+      const entry = this.#o.catalogue.resolve(request.schema, request.backendId, request.visible);
       schema = entry.schema;
       const result = await this.#execute(entry, request);
       this.#observe(schema, result.status < 400 ? 'ok' : 'backend_rejected', started);
@@ -69,7 +74,7 @@ export class QueryRunner {
     if (!circuit) throw new ProtoError('BACKEND_UNAVAILABLE', `the backend of query ${entry.schema} is gone`);
     circuit.admit();
     try {
-      const result = await this.#o.execute({ entry, params, query, traceparent: request.traceparent, timeoutMs: this.#o.timeoutMs });
+      const result = await this.#o.execute({ entry, params, query, traceparent: request.traceparent, timeoutMs: this.#o.timeoutMs, caller: request.caller });
       circuit.succeeded();
       return result;
     } catch (err) {

@@ -272,6 +272,7 @@ export function runtimeBackend(entry: RegisteredService): ProtoBackendConfig {
     source: `urn:proto-gateway:${entry.id}`,
     circuit: { ...RUNTIME_BACKEND.circuit },
     headers: {},
+    forwardIdentity: 'none',
     refreshMs: RUNTIME_BACKEND.refreshMs,
     events: { ...RUNTIME_BACKEND.events },
   };

@@ -41,6 +41,8 @@ export interface A2aBridgeOptions {
   taskStore: TaskStore;
   metrics: A2aMetrics;
   admission: Admission;
+  /** With `auth.type: oauth2`: the token endpoint the card's security schemes name, once known. */
+  tokenUrl?: () => string | undefined;
   /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
   post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
   logger: Logger;
@@ -63,9 +65,9 @@ const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-
 export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   const { config, publicUrl, catalogue } = options;
   const commands = (): CommandEntry[] => catalogue.entries();
-  const fullCard = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands() });
+  const fullCard = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() });
   // The public card carries the catalogue only with a2a.publicSkills; the extended card always does.
-  const card = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands() }, config.a2a.publicSkills);
+  const card = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() }, config.a2a.publicSkills);
   const executor = new CommandExecutor({
     commandOf: (type) => executable(catalogue.byType(type), config.backends),
     commands,

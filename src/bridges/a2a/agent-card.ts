@@ -9,6 +9,7 @@
  */
 import { A2A_PROTOCOL_VERSION, AgentCard, type AgentSkill, type SecurityScheme } from '@a2a-js/sdk';
 import type { AuthConfig, GatewayConfig } from '../../config/types.ts';
+import { oauth2Scopes } from '../../manifest/aggregate.ts';
 import { GATEWAY_VERSION } from '../../version.ts';
 
 /** One command type as a skill: what the card needs to know of a catalogue entry. */
@@ -26,6 +27,8 @@ export interface AgentCardInput {
   auth: AuthConfig;
   publicUrl: string;
   commands: readonly SkillSource[];
+  /** With `auth.type: oauth2`: the token endpoint (configured or discovered), when known. */
+  tokenUrl?: string;
 }
 
 /** The path of the JSON-RPC endpoint under `publicUrl`. */
@@ -36,7 +39,7 @@ export const A2A_ENDPOINT_PATH = 'a2a';
  * public card without the catalogue (it still announces the extended card).
  */
 export function buildAgentCard(input: AgentCardInput, withSkills = true): AgentCard {
-  const schemes = securitySchemes(input.auth);
+  const schemes = securitySchemes(input.auth, input.tokenUrl);
   return {
     name: input.a2a.name,
     description: input.a2a.description,
@@ -73,8 +76,9 @@ function skillOf(command: SkillSource): AgentSkill {
   };
 }
 
-/** The schemes of `auth` (none: no scheme). */
-function securitySchemes(auth: AuthConfig): Record<string, SecurityScheme> {
+/** The schemes of `auth` (none: no scheme). Each is an alternative: a caller presents one. */
+function securitySchemes(auth: AuthConfig, tokenUrl?: string): Record<string, SecurityScheme> {
+  if (auth.type === 'oauth2') return oauth2Schemes(auth, tokenUrl);
   if (auth.type === 'bearer') {
     return { bearer: { scheme: { $case: 'httpAuthSecurityScheme', value: { description: 'API key as a bearer token', scheme: 'Bearer', bearerFormat: '' } } } };
   }
@@ -82,4 +86,26 @@ function securitySchemes(auth: AuthConfig): Record<string, SecurityScheme> {
     return { apiKey: { scheme: { $case: 'apiKeySecurityScheme', value: { description: 'API key', location: 'header', name: auth.header } } } };
   }
   return {};
+}
+
+/**
+ * `auth.type: oauth2`: the client-credentials flow at the provider's token endpoint with the
+ * scopes of the mapping table, OpenID Connect discovery when an issuer is configured, and the API
+ * key beside them when keys are configured.
+ */
+function oauth2Schemes(auth: AuthConfig, tokenUrl = ''): Record<string, SecurityScheme> {
+  const scopes = Object.fromEntries(oauth2Scopes(auth).map((scope) => [scope, `gateway scope or role ${scope}`]));
+  const flows = { flow: { $case: 'clientCredentials' as const, value: { tokenUrl, refreshUrl: '', scopes } } };
+  const schemes: Record<string, SecurityScheme> = {
+    oauth2: { scheme: { $case: 'oauth2SecurityScheme', value: { description: 'Bearer token of the identity provider', flows, oauth2MetadataUrl: '' } } },
+  };
+  const issuer = auth.oauth2?.issuer;
+  if (issuer) {
+    const openIdConnectUrl = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
+    schemes.openIdConnect = { scheme: { $case: 'openIdConnectSecurityScheme', value: { description: `OpenID Connect provider ${issuer}`, openIdConnectUrl } } };
+  }
+  if (auth.keys.length > 0) {
+    schemes.apiKey = { scheme: { $case: 'apiKeySecurityScheme', value: { description: 'API key', location: 'header', name: auth.header } } };
+  }
+  return schemes;
 }

@@ -28,6 +28,8 @@ export interface A2aDeps {
   post: A2aBridgeOptions['post'];
   /** The one admission path: method scopes and the stream pool. */
   admission: Admission;
+  /** With `auth.type: oauth2`: the token endpoint the card's security schemes name, once known. */
+  tokenUrl?: () => string | undefined;
   registry: Registry;
   logger: Logger;
   life: Lifecycle;
@@ -41,7 +43,7 @@ export async function createA2a(deps: A2aDeps): Promise<A2aBridge | undefined> {
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: deps.publicUrl, catalogue: deps.catalogue, ingestion: deps.ingestion, aliases: deps.aliases, tail: deps.tail,
-    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
+    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, tokenUrl: deps.tokenUrl, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
   });
   life.add(bridge.executor);
   life.add(bridge.pushSender);

@@ -219,7 +219,7 @@ export class GrpcBridge {
     } catch {
       throw new ProtoError('INVALID_JSON', 'text_data is not JSON, though datacontenttype says it is');
     }
-    const answer = await this.#o.ingestion.submit({ principal: principal.id, readBody: async () => envelope });
+    const answer = await this.#o.ingestion.submit({ principal: principal.id, caller: principal, readBody: async () => envelope });
     return { id: String((answer.body as { id?: unknown }).id ?? envelope.id) };
   }
 

@@ -5,6 +5,7 @@
  * wrong (MCP clients show the model only that text); arguments are checked against the closed
  * input schemas first.
  */
+import type { AccessRules } from '../../edge/access-rules.ts';
 import { randomUUID } from 'node:crypto';
 import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
@@ -26,7 +27,7 @@ import { compileArgumentChecks, TOOL_DEFINITIONS, type ToolName } from './mcp-to
 
 /** The gateway surface the tools run on. */
 export interface ToolSurface {
-  commands: { catalogue: CommandCatalogue; ingestion: CommandIngestion };
+  commands: { catalogue: CommandCatalogue; ingestion: CommandIngestion; access?: AccessRules };
   queries: { catalogue: QueryCatalogue; runner: QueryRunner };
   events: {
     catalogue: EventCatalogue;
@@ -90,8 +91,9 @@ export function createToolRunner(surface: ToolSurface): ToolRunner {
 function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
   const { commands, queries, events } = surface;
   return new Map<ToolName, Tool>([
-    ['get_command_catalogue', async () => ({ commands: commands.catalogue.list() })],
-    ['get_command_schema', async (a) => commands.catalogue.schemaDocument(String(a.schema), String(a.version))],
+    // Per-caller catalogue: what the caller may not send is not listed (the schema is refused as unknown).
+    ['get_command_catalogue', async (_a, s) => ({ commands: commands.catalogue.list(undefined, (e) => commands.access?.command(s.principal, e) ?? true) })],
+    ['get_command_schema', async (a, s) => commands.catalogue.schemaDocument(String(a.schema), String(a.version), undefined, (e) => commands.access?.command(s.principal, e) ?? true)],
     ['send_command', async (a, s) => {
       // Followed before it is submitted: no event of it can come before the follow exists.
       surface.admission.authorize(s.principal, 'mcp.send_command');
@@ -137,7 +139,7 @@ async function submitOr(ingestion: CommandIngestion, id: string, args: Args, ses
     data: args.data,
   };
   try {
-    await ingestion.submit({ principal: session.principal.id, readBody: async () => envelope, traceparent: newTraceparent() });
+    await ingestion.submit({ principal: session.principal.id, caller: session.principal, readBody: async () => envelope, traceparent: newTraceparent() });
   } catch (err) {
     await undo().catch(() => {});
     throw err;

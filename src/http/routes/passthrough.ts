@@ -10,6 +10,8 @@ import { Transform } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import type { CircuitBreaker } from '../../backends/circuit-breaker.ts';
 import type { BackendDirectory } from '../../backends/directory.ts';
+import { IDENTITY_HEADERS, identityHeaders } from '../../backends/identity-headers.ts';
+import { forwardedCaller } from '../../edge/forwarded-caller.ts';
 import { ProtoError } from '../../errors.ts';
 import { joinUrl } from '../../manifest/rewrite.ts';
 import { sendError } from '../respond.ts';
@@ -96,7 +98,8 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
       ctx.req.resume();
     }),
   );
-  const headers = { ...backend.config.headers, traceparent: ctx.traceparent };
+  const identity = identityHeaders(backend.config.forwardIdentity, forwardedCaller(ctx.principal));
+  const headers = { ...backend.config.headers, ...identity, traceparent: ctx.traceparent };
   const agent = backend.connections?.httpAgent;
   proxy.web(ctx.req, ctx.res, { target, headers, buffer: body, ...(agent && { agent }) }, (err) => {
     ctx.log.warn({ backend: backend.id, err: (err as Error).message, timedOut: state.timedOut }, 'pass-through failed');
@@ -211,5 +214,6 @@ function targetUrl(endpoint: string, ctx: RequestContext, credentialQueryParam: 
 
 function stripHeaders(req: IncomingMessage, credentialHeaders: string[]): void {
   const listed = String(req.headers.connection ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean);
-  for (const name of [...HOP_BY_HOP, ...listed, ...credentialHeaders]) delete req.headers[name];
+  // The caller's credentials, and identity headers only the gateway may set (backends/identity-headers.ts).
+  for (const name of [...HOP_BY_HOP, ...listed, ...credentialHeaders, ...IDENTITY_HEADERS]) delete req.headers[name];
 }

@@ -1,0 +1,62 @@
+/**
+ * Per-caller catalogues (`access` on `backends[]`, legacy `commands[]` and `queries[]`): who sees
+ * and may use a backend, a command or a query. One shape everywhere: a list of values, of which
+ * the caller must hold one, a value being a gateway scope (`read`, `write`, `admin`) or a value
+ * of its token's scope claim as the token carried it (a role such as `gateway-orders`). A
+ * command or query of a backend with `access` needs both lists satisfied. Absent: everyone who
+ * has the operation's scope. Hidden things are absent for that caller: not listed, and using one
+ * answers exactly as for a thing that does not exist. Built once per configuration.
+ */
+import type { BackendConfig } from '../config/types.ts';
+import type { Principal } from './credentials.ts';
+
+/** What is checked: a command or a query of a backend, by its catalogue schema. */
+export interface AccessTarget {
+  backend: string;
+  schema: string;
+}
+
+/** The access lists of one configuration. */
+export class AccessRules {
+  readonly #backends = new Map<string, string[]>();
+  readonly #commands = new Map<string, string[]>();
+  readonly #queries = new Map<string, string[]>();
+
+  constructor(backends: BackendConfig[]) {
+    for (const backend of backends) {
+      if (backend.access) this.#backends.set(backend.id, backend.access);
+      if (backend.kind !== 'legacy') continue;
+      for (const command of backend.commands) if (command.access) this.#commands.set(keyOf(backend.id, command.schema), command.access);
+      for (const query of backend.queries) if (query.access) this.#queries.set(keyOf(backend.id, query.schema), query.access);
+    }
+  }
+
+  /** True when some `access` is configured (otherwise nothing is filtered). */
+  get active(): boolean {
+    return this.#backends.size + this.#commands.size + this.#queries.size > 0;
+  }
+
+  /** Whether `principal` sees and may send the command. */
+  command(principal: Principal, target: AccessTarget): boolean {
+    return this.backend(principal, target.backend) && holdsAny(principal, this.#commands.get(keyOf(target.backend, target.schema)));
+  }
+
+  /** Whether `principal` sees and may run the query. */
+  query(principal: Principal, target: AccessTarget): boolean {
+    return this.backend(principal, target.backend) && holdsAny(principal, this.#queries.get(keyOf(target.backend, target.schema)));
+  }
+
+  /** Whether `principal` sees the backend at all. */
+  backend(principal: Principal, backendId: string): boolean {
+    return holdsAny(principal, this.#backends.get(backendId));
+  }
+}
+
+function holdsAny(principal: Principal, values: string[] | undefined): boolean {
+  if (!values) return true;
+  return values.some((value) => (principal.scopes as ReadonlySet<string>).has(value) || principal.grants?.has(value) === true);
+}
+
+function keyOf(backend: string, schema: string): string {
+  return `${backend}\n${schema}`;
+}
