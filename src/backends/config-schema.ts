@@ -130,74 +130,7 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
       "url"
     ],
     "properties": {
-      "id": {
-        "$ref": "#/definitions/backendId",
-        "description": "Backend id, [a-z][a-z0-9-]*, used in /services/{id}; unique among backends."
-      },
-      "kind": {
-        "const": "legacy",
-        "description": "legacy: a REST service mapped by this config; proto: a service that speaks the protocol itself."
-      },
-      "url": {
-        "$ref": "#/definitions/httpUrl",
-        "description": "Base URL of the backend (http or https); a trailing / is ignored."
-      },
-      "service": {
-        "type": "string",
-        "description": "Service key in the public manifest. Default: the backend id.",
-        "minLength": 1
-      },
-      "description": {
-        "type": "string",
-        "description": "Human-readable description of the service in the public manifest."
-      },
-      "version": {
-        "$ref": "#/definitions/semver",
-        "description": "Semver of the service entry in the public manifest."
-      },
-      "source": {
-        "type": "string",
-        "description": "CloudEvents source of the events the gateway emits for this backend. Default: urn:proto-gateway:{id}.",
-        "minLength": 1
-      },
-      "circuit": {
-        "type": "object",
-        "description": "Circuit breaker in front of the backend.",
-        "additionalProperties": false,
-        "properties": {
-          "failures": {
-            "type": "integer",
-            "description": "Consecutive failures that open the circuit. Default 5; 0 disables the breaker.",
-            "minimum": 0,
-            "default": 5
-          },
-          "cooldown": {
-            "$ref": "#/definitions/duration",
-            "description": "How long an open circuit refuses calls before one trial call. Default 30s.",
-            "default": "30s"
-          }
-        }
-      },
-      "headers": {
-        "type": "object",
-        "description": "Headers added to every request to this backend (${VAR} allowed). Default none.",
-        "additionalProperties": {
-          "type": "string"
-        },
-        "propertyNames": {
-          "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
-        },
-        "default": {}
-      },
-      "access": {
-        "$ref": "#/definitions/access"
-      },
-      "forwardIdentity": {
-        "type": "string",
-        "enum": ["none", "header", "token"],
-        "default": "none",
-        "description": "What the backend learns of the caller. none (default): nothing. header: X-Proto-Principal (the principal id; percent-encoded outside printable ASCII) and X-Proto-Scopes (space-separated gateway scopes; commands carry only the principal recorded at accept time), and any such header the caller sent is removed. token: queries and pass-through carry the caller's verified bearer token as Authorization (for backends that verify it themselves); commands, dispatched later from the outbox, carry X-Proto-Principal instead (a token may have expired by then), as do callers that used an API key."
-      },
+      ...sharedBackendProperties('legacy'),
       "correlationHeader": {
         "type": "string",
         "description": "Header carrying the command id to the legacy service. Default X-Request-Id.",
@@ -242,74 +175,7 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
       "url"
     ],
     "properties": {
-      "id": {
-        "$ref": "#/definitions/backendId",
-        "description": "Backend id, [a-z][a-z0-9-]*, used in /services/{id}; unique among backends."
-      },
-      "kind": {
-        "const": "proto",
-        "description": "legacy: a REST service mapped by this config; proto: a service that speaks the protocol itself."
-      },
-      "url": {
-        "$ref": "#/definitions/httpUrl",
-        "description": "Base URL of the backend (http or https); a trailing / is ignored."
-      },
-      "service": {
-        "type": "string",
-        "description": "Service key in the public manifest. Default: the backend id.",
-        "minLength": 1
-      },
-      "description": {
-        "type": "string",
-        "description": "Human-readable description of the service in the public manifest."
-      },
-      "version": {
-        "$ref": "#/definitions/semver",
-        "description": "Semver of the service entry in the public manifest."
-      },
-      "source": {
-        "type": "string",
-        "description": "CloudEvents source of the events the gateway emits for this backend. Default: urn:proto-gateway:{id}.",
-        "minLength": 1
-      },
-      "circuit": {
-        "type": "object",
-        "description": "Circuit breaker in front of the backend.",
-        "additionalProperties": false,
-        "properties": {
-          "failures": {
-            "type": "integer",
-            "description": "Consecutive failures that open the circuit. Default 5; 0 disables the breaker.",
-            "minimum": 0,
-            "default": 5
-          },
-          "cooldown": {
-            "$ref": "#/definitions/duration",
-            "description": "How long an open circuit refuses calls before one trial call. Default 30s.",
-            "default": "30s"
-          }
-        }
-      },
-      "headers": {
-        "type": "object",
-        "description": "Headers added to every request to this backend (${VAR} allowed). Default none.",
-        "additionalProperties": {
-          "type": "string"
-        },
-        "propertyNames": {
-          "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
-        },
-        "default": {}
-      },
-      "access": {
-        "$ref": "#/definitions/access"
-      },
-      "forwardIdentity": {
-        "type": "string",
-        "enum": ["none", "header", "token"],
-        "default": "none",
-        "description": "What the backend learns of the caller. none (default): nothing. header: X-Proto-Principal (the principal id; percent-encoded outside printable ASCII) and X-Proto-Scopes (space-separated gateway scopes; commands carry only the principal recorded at accept time), and any such header the caller sent is removed. token: queries and pass-through carry the caller's verified bearer token as Authorization (for backends that verify it themselves); commands, dispatched later from the outbox, carry X-Proto-Principal instead (a token may have expired by then), as do callers that used an API key."
-      },
+      ...sharedBackendProperties('proto'),
       "refresh": {
         "$ref": "#/definitions/duration",
         "description": "How often its manifest and catalogues are re-read. Default 30s.",
@@ -617,3 +483,77 @@ export const backendsDefinitions: Record<string, JsonSchema> = {
     }
   }
 };
+
+/** The properties every backend has, whatever its kind (`kind` is the one that differs). */
+function sharedBackendProperties(kind: 'legacy' | 'proto'): Record<string, JsonSchema> {
+  return {
+    "id": {
+      "$ref": "#/definitions/backendId",
+      "description": "Backend id, [a-z][a-z0-9-]*, used in /services/{id}; unique among backends."
+    },
+    "kind": {
+      "const": kind,
+      "description": "legacy: a REST service mapped by this config; proto: a service that speaks the protocol itself."
+    },
+    "url": {
+      "$ref": "#/definitions/httpUrl",
+      "description": "Base URL of the backend (http or https); a trailing / is ignored."
+    },
+    "service": {
+      "type": "string",
+      "description": "Service key in the public manifest. Default: the backend id.",
+      "minLength": 1
+    },
+    "description": {
+      "type": "string",
+      "description": "Human-readable description of the service in the public manifest."
+    },
+    "version": {
+      "$ref": "#/definitions/semver",
+      "description": "Semver of the service entry in the public manifest."
+    },
+    "source": {
+      "type": "string",
+      "description": "CloudEvents source of the events the gateway emits for this backend. Default: urn:proto-gateway:{id}.",
+      "minLength": 1
+    },
+    "circuit": {
+      "type": "object",
+      "description": "Circuit breaker in front of the backend.",
+      "additionalProperties": false,
+      "properties": {
+        "failures": {
+          "type": "integer",
+          "description": "Consecutive failures that open the circuit. Default 5; 0 disables the breaker.",
+          "minimum": 0,
+          "default": 5
+        },
+        "cooldown": {
+          "$ref": "#/definitions/duration",
+          "description": "How long an open circuit refuses calls before one trial call. Default 30s.",
+          "default": "30s"
+        }
+      }
+    },
+    "headers": {
+      "type": "object",
+      "description": "Headers added to every request to this backend (${VAR} allowed). Default none.",
+      "additionalProperties": {
+        "type": "string"
+      },
+      "propertyNames": {
+        "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+      },
+      "default": {}
+    },
+    "access": {
+      "$ref": "#/definitions/access"
+    },
+    "forwardIdentity": {
+      "type": "string",
+      "enum": ["none", "header", "token"],
+      "default": "none",
+      "description": "What the backend learns of the caller. none (default): nothing. header: X-Proto-Principal (the principal id; percent-encoded outside printable ASCII) and X-Proto-Scopes (space-separated gateway scopes; commands carry only the principal recorded at accept time), and any such header the caller sent is removed. token: queries and pass-through carry the caller's verified bearer token as Authorization (for backends that verify it themselves); commands, dispatched later from the outbox, carry X-Proto-Principal instead (a token may have expired by then), as do callers that used an API key."
+    },
+  };
+}
