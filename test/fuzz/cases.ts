@@ -229,6 +229,34 @@ const subscriptionCase: fc.Arbitrary<FuzzCase> = fc.record({
   }, () => true),
 }));
 
+/**
+ * The webhook operations (recover, enable, secret rotation, resend) against a real subscription of
+ * the writer: any key (another principal's, read-only, none), any body, any delivery. The
+ * subscription is created and deleted around each case so the per-principal cap is never reached.
+ */
+const webhookOperationCase: fc.Arbitrary<FuzzCase> = fc.record({
+  operation: fc.constantFrom('recover', 'enable', 'secret/rotate', 'events/x/resend', 'events/00000000-0000-0000-0000-000000000000/resend'),
+  body: fc.oneof(
+    fc.record({ since: fc.oneof(hostileText, fc.date({ noInvalidDate: true }).map((d) => d.toISOString())), until: hostileText, recover: jsonValue, secret: fc.oneof(hostileText, fc.constant('whsec_'), fc.constant(`whsec_${'A'.repeat(200)}`)), overlap: hostileText }, { requiredKeys: [] }).map((b) => JSON.stringify(b)),
+    bodyText,
+  ),
+  key,
+  delivery,
+}).map((c) => ({
+  transport: 'webhook-operations',
+  describe: `POST /subscriptions/{id}/${c.operation} ${c.delivery} ${c.body.slice(0, 160)}`,
+  run: async (target) => {
+    const created = await request(new URL('/subscriptions', target.url).href, { method: 'POST', headers: headersOf(KEYS.writer, 'application/json'), body: JSON.stringify({ webhook: { url: 'http://127.0.0.1:9/hook' } }) });
+    const answer = (await created.body.json()) as { id?: string };
+    if (created.statusCode !== 201 || typeof answer.id !== 'string') return `creating the subscription answered ${created.statusCode}`;
+    try {
+      return await sendHttp(target, { method: 'POST', path: `/subscriptions/${answer.id}/${c.operation}`, headers: headersOf(c.key, 'application/json'), body: c.body, delivery: c.delivery }, () => true);
+    } finally {
+      await request(new URL(`/subscriptions/${answer.id}`, target.url).href, { method: 'DELETE', headers: headersOf(KEYS.writer, undefined) }).then((r) => r.body.dump());
+    }
+  },
+}));
+
 const sseCase: fc.Arbitrary<FuzzCase> = fc.record({ query: queryString, lastEventId: fc.option(hostileText), key, service: fc.constantFrom('', '/services/orders', '/services/payments', '/services/nope') }).map((c) => ({
   transport: 'sse',
   describe: `GET ${c.service}/events/stream${c.query} Last-Event-ID=${c.lastEventId}`,
@@ -384,6 +412,7 @@ export const anyCase: fc.Arbitrary<FuzzCase> = fc.oneof(
   { arbitrary: commandCase, weight: 2 },
   { arbitrary: passThroughCase, weight: 2 },
   { arbitrary: subscriptionCase, weight: 1 },
+  { arbitrary: webhookOperationCase, weight: 1 },
   { arbitrary: sseCase, weight: 1 },
   { arbitrary: mcpCase, weight: 2 },
   { arbitrary: a2aCase, weight: 2 },

@@ -14,6 +14,6 @@ describe('whole-surface fuzz', () => {
       log: (line) => console.log(line),
     });
     expect(report.failure).toBeUndefined();
-    expect(Object.keys(report.byTransport).sort()).toEqual(['a2a', 'grpc', 'grpc-corrupt', 'grpc-subscribe', 'http', 'http-commands', 'mcp', 'pass-through', 'sse', 'subscriptions']);
+    expect(Object.keys(report.byTransport).sort()).toEqual(['a2a', 'grpc', 'grpc-corrupt', 'grpc-subscribe', 'http', 'http-commands', 'mcp', 'pass-through', 'sse', 'subscriptions', 'webhook-operations']);
   }, 240_000);
 });
