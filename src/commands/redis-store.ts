@@ -276,7 +276,7 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
   }
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
-    const seq = Number(await this.#run(ENQUEUE_ONLY, ['', '', ...this.#enqueueKeys()], ['', '', '', '', ...this.#enqueueArgs(entry)]));
+    const seq = Number(await this.#run(ENQUEUE_ONLY, [this.#keys.idem, this.#keys.idemExp, ...this.#enqueueKeys()], ['', '', '', '', ...this.#enqueueArgs(entry)]));
     await this.#waitForReplicas();
     return { ...structuredClone(entry), seq };
   }

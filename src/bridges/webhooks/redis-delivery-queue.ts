@@ -413,7 +413,7 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   /** Runs `script` with the prefix and `nowMs` in Redis's clock (ARGV[1], ARGV[2]) before `args`. */
   async #run(script: RedisScript, nowMs: number, args: Array<string | number>): Promise<unknown> {
     const client = this.#connected();
-    return whileRedisAnswers(STORE, () => script.run(client, [], [this.#p, this.#clock.toRedis(nowMs), ...args]));
+    return whileRedisAnswers(STORE, () => script.run(client, [`${this.#p}dq:seq`], [this.#p, this.#clock.toRedis(nowMs), ...args]));
   }
 
   /** Learns the clock offset from a script's `TIME` (read between `before` and now, this process's clock). */

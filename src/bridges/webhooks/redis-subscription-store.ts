@@ -178,11 +178,14 @@ const STORE = 'the subscription store (Redis)';
 export class RedisSubscriptionStore implements SubscriptionStore {
   readonly #options: RedisSubscriptionStoreOptions;
   readonly #p: string;
+  /** The key every script names in KEYS, so a Redis Cluster runs it on the node of the prefix's slot (the others are built in the script). */
+  readonly #routing: string;
   #client: Redis | undefined;
 
   constructor(options: RedisSubscriptionStoreOptions) {
     this.#options = options;
     this.#p = options.prefix;
+    this.#routing = `${options.prefix}sub:all`;
   }
 
   /** Connects. Idempotent. */
@@ -230,7 +233,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
 
   async dropExpiredSecrets(nowMs: number): Promise<number> {
     const client = this.#connected();
-    return Number(await whileRedisAnswers(STORE, () => DROP_EXPIRED_SECRETS.run(client, [], [this.#p, String(nowMs)])));
+    return Number(await whileRedisAnswers(STORE, () => DROP_EXPIRED_SECRETS.run(client, [this.#routing], [this.#p, String(nowMs)])));
   }
 
   async startRecovery(recovery: Recovery): Promise<string | undefined> {
@@ -246,7 +249,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
 
   async claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
     const client = this.#connected();
-    const json = await whileRedisAnswers(STORE, () => CLAIM_RECOVERY.run(client, [], [this.#p, owner, String(nowMs), String(nowMs + leaseMs)]));
+    const json = await whileRedisAnswers(STORE, () => CLAIM_RECOVERY.run(client, [this.#routing], [this.#p, owner, String(nowMs), String(nowMs + leaseMs)]));
     return typeof json === 'string' ? (JSON.parse(json) as Recovery) : undefined;
   }
 
@@ -306,7 +309,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
   /** Runs a script with ARGV prefix, id, ...args. */
   async #run(script: RedisScript, args: string[], id: string): Promise<unknown> {
     const client = this.#connected();
-    return whileRedisAnswers(STORE, () => script.run(client, [], [this.#p, id, ...args]));
+    return whileRedisAnswers(STORE, () => script.run(client, [this.#routing], [this.#p, id, ...args]));
   }
 
   #connected(): Redis {
