@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { taggedPrefix } from '../../src/storage/redis.ts';
 import { freePort } from './redis-server.ts';
 
 export { freePort };
@@ -25,18 +26,20 @@ export function randomPrefix(): string {
   return `test:${randomUUID()}:`;
 }
 
-/** Deletes every key under `prefix` on the Redis at `url`. */
+/** Deletes every key under `prefix` on the Redis at `url`, and under its tagged form (what a gateway on `storage.prefix: <prefix>` writes). */
 export async function deletePrefix(url: string, prefix: string): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   client.on('error', () => {});
   try {
     await client.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      if (keys.length > 0) await client.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    for (const under of new Set([prefix, taggedPrefix(prefix)])) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${under.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 500);
+        if (keys.length > 0) await client.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    }
   } catch {
     // The server may be gone (a test that stopped it); its keys went with it.
   } finally {
