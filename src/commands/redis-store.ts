@@ -23,7 +23,8 @@
  * `STORE_UNAVAILABLE`, so the command is not answered 201); so is a repeat that finds the command
  * already stored (its first accept may have been refused before the write reached a replica). What survives a Redis crash otherwise
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
- * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
+ * Some keys are built inside scripts too (a backend's due set); on a Redis Cluster they share the
+ * prefix's hash tag, hence the slot of the declared keys.
  *
  * Leased claims (`claimDue`): claiming moves an entry's due time to the end of its lease, in the
  * script that reads it, so two replicas' dispatchers never deliver one entry at once, and a dead

@@ -27,7 +27,8 @@
  * anything between it and a newer entry (a reconnect, a trimmed tail) is read from the log first,
  * so there is no gap and no repeat.
  *
- * Keys are built from the prefix inside the script, so Redis Cluster is not supported.
+ * The index keys are built from the prefix inside the script (not declared in `KEYS`): a Redis
+ * Cluster accepts that because every key shares the prefix's hash tag (one slot).
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';

@@ -10,7 +10,8 @@
  * Every state change is one Lua script, so a claim is atomic across replicas: of two replicas
  * claiming at once, never both get one delivery, and the `PER_SUBSCRIPTION` cap holds for both
  * together. A killed replica's claims come back when their lease ends. Key names are built from the
- * prefix inside the scripts, so Redis Cluster is not supported.
+ * prefix inside the scripts (each names `P dq:seq` in `KEYS` so a Redis Cluster runs it on the
+ * prefix's slot, where every key of the tagged prefix lives).
  *
  * Every time the queue keeps (due times, lease ends, created and updated times) is in Redis's clock
  * (`RedisClock`, learnt from `TIME` at open and in every claim): a replica whose clock runs ahead

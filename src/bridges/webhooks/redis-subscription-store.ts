@@ -10,8 +10,9 @@
  * (`{untilMs} {secret}`) with `P sub:previous-secret:until` (sorted by the end of the overlap).
  * Recoveries: `P rec:all` hash id → JSON, `P rec:running` hash subscription id → id of its running
  * recovery, `P rec:lease` hash id → `{untilMs} {owner}`.
- * Each change is one Lua script (atomic); key names are built from the prefix inside the scripts,
- * so Redis Cluster is not supported.
+ * Each change is one Lua script (atomic); key names are built from the prefix inside the scripts
+ * (each names `P sub:all` in `KEYS` so a Redis Cluster runs it on the prefix's slot, where every
+ * key of the tagged prefix lives).
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
