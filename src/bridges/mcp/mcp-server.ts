@@ -13,6 +13,7 @@ import type { LiveTail } from '../live-tail/live-tail.ts';
 import { CommandFollow } from './command-follow.ts';
 import type { FollowOwner, FollowStore } from './follow-store.ts';
 import { TOOL_DEFINITIONS } from './mcp-tool-set.ts';
+import { NOBODY } from '../../edge/access-rules.ts';
 import { correlationOf, listResources, readResource, RESOURCE_TEMPLATES } from './mcp-resources.ts';
 import type { ToolRunner, ToolSession, ToolSurface } from './mcp-tools.ts';
 
@@ -89,9 +90,11 @@ export function createServerFactory(options: McpServerOptions): McpServerFactory
 
 /** `resources/*`: list, templates, read, and subscribe (2025 era) to a correlation id's events. */
 function resourceHandlers(server: Server, options: McpServerOptions, caller: McpCaller | undefined): void {
-  server.setRequestHandler('resources/list', () => ({ resources: listResources(options.surface) }));
+  // Per-caller catalogues; without a caller (a wiring bug) only what has no `access` list.
+  const view = options.surface.access.viewOf(caller?.principal ?? NOBODY);
+  server.setRequestHandler('resources/list', () => ({ resources: listResources(options.surface, view) }));
   server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
-  server.setRequestHandler('resources/read', (request) => readResource(options.surface, request.params.uri));
+  server.setRequestHandler('resources/read', (request) => readResource(options.surface, request.params.uri, view));
   server.setRequestHandler('resources/subscribe', async (request) => {
     const correlationId = correlationOf(request.params.uri);
     // The caller's own commands are followed already; another URI changes only when the catalogues do.
