@@ -250,6 +250,7 @@ async function assemble(input: AssembleInput) {
     config, publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail,
     post: (url, headers, body, signal) => webhooks.bridge.client.post(url, headers, body, signal),
     admission,
+    access,
     tokenUrl,
     ...common,
   });
