@@ -11,7 +11,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { closeAll, gatewayYaml, getJson, startTestGateway, tempDir, track } from '../support/gateway.ts';
 import { startTestIdp, type TestClient } from '../support/oidc-provider.ts';
+import * as grpc from '@grpc/grpc-js';
 import { exampleBackends, protoBackend } from '../commands/support.ts';
+import { grpcClient, unary } from '../support/grpc.ts';
 
 afterEach(closeAll);
 
@@ -24,7 +26,7 @@ async function setup() {
   await writeFile(eventSchema, JSON.stringify({ type: 'object' }));
   const gw = await startTestGateway(gatewayYaml(`auth:
   type: oauth2
-  keys: [{ id: ops, key: ops-key, scopes: [read, write, admin] }]
+  keys: [{ id: ops, key: ops-key, scopes: [read, write, admin] }, { id: auditor, key: auditor-key, scopes: [read] }]
   oauth2:
     issuer: ${provider.issuer}
     audience: proto-gateway
@@ -52,7 +54,7 @@ backends:
       - { path: /log, interval: 1h, types: [VaultOpenedV1], schema: ${eventSchema}, event: { type: VaultOpenedV1, id: "{id}" } }
 `));
   const as = async (client: TestClient) => ({ authorization: `Bearer ${await provider.token(client, 'openid')}` });
-  return { gw, clerk: await as(clerk), manager: await as(manager), ops: { 'x-api-key': 'ops-key' } };
+  return { gw, clerk: await as(clerk), manager: await as(manager), ops: { 'x-api-key': 'ops-key' }, auditor: { 'x-api-key': 'auditor-key' } };
 }
 
 function send(gw: { url: string }, headers: Record<string, string>, type: string, schema: string) {
@@ -177,8 +179,41 @@ ${protoBackend(payments.url, 'payments', '    access: [orders-admin]\n')}`));
     expect((await getJson(`${gw.url}services/payments/refunds`, { headers: await as(manager) })).status).toBe(200);
   });
 
-  it('MCP: resources, query tools and event schemas show and run only what the caller may use', async () => {
-    const { gw, clerk, manager } = await setup();
+  it('gRPC SubmitCommand with a token: a command the caller may not send is refused exactly as an unknown type; its own callers send it', async () => {
+    const provider = track(await startTestIdp([clerk, manager]));
+    const gw = await startTestGateway(gatewayYaml(`grpc: { host: 127.0.0.1, port: 0 }
+auth:
+  type: oauth2
+  oauth2: { issuer: ${provider.issuer}, audience: proto-gateway, scopeClaim: realm_access.roles, scopeMap: { gateway-user: [read, write] } }
+backends:
+  - id: shop
+    kind: legacy
+    url: http://127.0.0.1:9
+    commands:
+      - { type: CancelAllOrders, access: [orders-admin], jsonSchema: { type: object }, request: { path: /orders/cancel } }
+`));
+    const client = grpcClient(gw.grpc!.port);
+    const bearer = async (who: TestClient) => {
+      const md = new grpc.Metadata();
+      md.set('authorization', `Bearer ${await provider.token(who, 'openid')}`);
+      return md;
+    };
+    const submit = (type: string, schema: string, md: grpc.Metadata) => unary(client, 'SubmitCommand', {
+      id: crypto.randomUUID(), source: 'urn:test', spec_version: '1.0', type,
+      attributes: { datacontenttype: { ce_string: 'application/json' }, dataschema: { ce_uri_ref: `${schema}/1.0` } },
+      text_data: '{}',
+    }, md).catch((err: grpc.ServiceError) => err);
+    const hidden = await submit('CancelAllOrders', 'cancel-all-orders', await bearer(clerk));
+    const absent = await submit('NoSuchCommand', 'no-such-command', await bearer(clerk));
+    expect(hidden.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(hidden.code).toBe(absent.code);
+    expect(hidden.metadata.get('proto-error-code')).toEqual(['UNKNOWN_COMMAND_TYPE']);
+    expect(hidden.metadata.get('proto-error-code')).toEqual(absent.metadata.get('proto-error-code'));
+    expect(await submit('CancelAllOrders', 'cancel-all-orders', await bearer(manager))).toEqual({ id: expect.any(String) });
+  });
+
+  it('MCP: tools/list, resources, query tools and event schemas show and run only what the caller may use', async () => {
+    const { gw, clerk, manager, auditor } = await setup();
     const connect = async (headers: Record<string, string>) => {
       const client = new Client({ name: 'access-test', version: '1.0.0' });
       await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}mcp`), { requestInit: { headers } }));
@@ -187,6 +222,15 @@ ${protoBackend(payments.url, 'payments', '    access: [orders-admin]\n')}`));
     };
     const asClerk = await connect(clerk);
     const asManager = await connect(manager);
+    // tools/list: a caller without write is not offered the sending tools (calling one is still 403 FORBIDDEN)
+    const toolNames = async (client: Client) => (await client.listTools()).tools.map((t) => t.name);
+    const asAuditor = await connect(auditor);
+    expect(await toolNames(asClerk)).toEqual(expect.arrayContaining(['send_command', 'send_command_and_wait', 'get_event_schema']));
+    expect(await toolNames(asAuditor)).not.toContain('send_command');
+    expect(await toolNames(asAuditor)).not.toContain('send_command_and_wait');
+    expect((await toolNames(asAuditor)).length).toBe((await toolNames(asClerk)).length - 2);
+    const refused = await asAuditor.callTool({ name: 'send_command', arguments: { schema: 'place-order', version: '1.0', data: {} } });
+    expect((refused.content as Array<{ text: string }>)[0]!.text).toMatch(/^FORBIDDEN/);
     const uris = async (client: Client) => (await client.listResources()).resources.map((r) => r.uri).filter((u) => u.slice('proto-gateway://'.length).split('/').length === 3).sort();
     expect(await uris(asClerk)).toEqual(['proto-gateway://commands/place-order/1.0', 'proto-gateway://events/order-placed/1', 'proto-gateway://events/place-order-failed/1', 'proto-gateway://queries/list-orders/1.0']);
     expect((await uris(asManager)).length).toBe(10);

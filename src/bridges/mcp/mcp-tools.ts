@@ -24,7 +24,7 @@ import type { QueryRunner } from '../../queries/query-runner.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
 import { openTailStream } from '../live-tail/tail-stream.ts';
 import type { CommandFollow } from './command-follow.ts';
-import { compileArgumentChecks, TOOL_DEFINITIONS, type ToolName } from './mcp-tool-set.ts';
+import { compileArgumentChecks, TOOL_DEFINITIONS, toolOperation, type ToolName } from './mcp-tool-set.ts';
 
 /** The gateway surface the tools run on. */
 export interface ToolSurface {
@@ -100,14 +100,14 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
     ['get_command_schema', async (a, s) => commands.catalogue.schemaDocument(String(a.schema), String(a.version), undefined, view(s).command)],
     ['send_command', async (a, s) => {
       // Followed before it is submitted: no event of it can come before the follow exists.
-      surface.admission.authorize(s.principal, 'mcp.send_command');
+      surface.admission.authorize(s.principal, toolOperation('send_command'));
       const id = randomUUID();
       await s.follow(id);
       await submitOr(commands.ingestion, id, a, s, () => s.unfollow(id));
       return { id, correlationId: id, push: 'notifications/proto/event' };
     }],
     ['send_command_and_wait', async (a, s) => {
-      surface.admission.authorize(s.principal, 'mcp.send_command');
+      surface.admission.authorize(s.principal, toolOperation('send_command_and_wait'));
       const id = randomUUID();
       const follow = await s.watch(id);
       await submitOr(commands.ingestion, id, a, s, async () => follow.close());
