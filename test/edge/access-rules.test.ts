@@ -151,7 +151,7 @@ describe('per-caller catalogues: event types, services, MCP resources and querie
     expect((await services(manager)).map((s: any) => s.id)).toEqual(['shop', 'vault']);
     expect((await services(manager))[0].accepts.sort()).toEqual(['CancelAllOrders', 'PlaceOrder']);
     const absent = await getJson(`${gw.url}services/nowhere/commands`, { headers: clerk });
-    for (const path of ['services/vault', 'services/vault/commands', 'services/vault/events/catalogue', 'services/vault/queries', 'services/vault/.well-known/proto', 'services/vault/anything/else']) {
+    for (const path of ['services/vault', 'services/vault/', 'services/va%75lt/commands', 'services/vault%2Fcommands', 'services/vault/commands', 'services/vault/events/catalogue', 'services/vault/queries', 'services/vault/.well-known/proto', 'services/vault/anything/else']) {
       const hidden = await getJson(`${gw.url}${path}`, { headers: clerk });
       expect({ path, status: hidden.status, code: hidden.body.error?.code }).toEqual({ path, status: 404, code: absent.body.error.code });
     }
