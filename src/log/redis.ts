@@ -27,8 +27,8 @@
  * anything between it and a newer entry (a reconnect, a trimmed tail) is read from the log first,
  * so there is no gap and no repeat.
  *
- * The index keys are built from the prefix inside the script (not declared in `KEYS`): a Redis
- * Cluster accepts that because every key shares the prefix's hash tag (one slot).
+ * Every script declares every key it touches in `KEYS` (the append: each event's index keys too),
+ * and every key shares the prefix's hash tag, so a Redis Cluster runs them on the prefix's slot.
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
@@ -77,8 +77,10 @@ const MAX_CHUNK = 1_000;
 const PRUNE_CHUNK = 500;
 
 /**
- * KEYS: seq, ids, ev, all, added, time, cp, tail, clock, minute buckets, hour buckets. ARGV: nowMs, hasCheckpoint, cpKey, cpValue,
- * tailMaxLen, index prefix, n, then per event: id, json, type, source, correlation id, backend, timeMs
+ * KEYS: seq, ids, ev, all, added, time, cp, tail, clock, minute buckets, hour buckets, then per event
+ * its index keys: type, source, correlation id (when it has one), backend (when it has one). ARGV:
+ * nowMs, hasCheckpoint, cpKey, cpValue, tailMaxLen, '' (unused), n, then per event: id, json, type,
+ * source, correlation id, backend, timeMs
  * (an optional value is '' when absent, else ':' followed by the value). Returns each event's position
  * (0 for a duplicate).
  */
@@ -86,13 +88,17 @@ const APPEND = new RedisScript(`
 local now = tonumber(ARGV[1])
 local clock = tonumber(redis.call('GET', KEYS[9]) or '0')
 if clock > now then now = clock end
-local ix = ARGV[6]
+local k = 12
 local n = tonumber(ARGV[7])
 local positions = {}
 local tail = {}
 for i = 0, n - 1 do
   local b = 8 + i * ${FIELDS}
   local id = ARGV[b]
+  local ixType, ixSource, ixCorr, ixBackend = KEYS[k], KEYS[k + 1], nil, nil
+  k = k + 2
+  if ARGV[b + 4] ~= '' then ixCorr = KEYS[k]; k = k + 1 end
+  if ARGV[b + 5] ~= '' then ixBackend = KEYS[k]; k = k + 1 end
   if redis.call('HEXISTS', KEYS[2], id) == 1 then
     positions[#positions + 1] = 0
   else
@@ -101,10 +107,10 @@ for i = 0, n - 1 do
     redis.call('HSET', KEYS[3], pos, ARGV[b + 1])
     redis.call('ZADD', KEYS[4], pos, pos)
     redis.call('ZADD', KEYS[5], now, pos)
-    redis.call('ZADD', ix .. 'type:' .. ARGV[b + 2], pos, pos)
-    redis.call('ZADD', ix .. 'source:' .. ARGV[b + 3], pos, pos)
-    if ARGV[b + 4] ~= '' then redis.call('ZADD', ix .. 'corr:' .. string.sub(ARGV[b + 4], 2), pos, pos) end
-    if ARGV[b + 5] ~= '' then redis.call('ZADD', ix .. 'backend:' .. string.sub(ARGV[b + 5], 2), pos, pos) end
+    redis.call('ZADD', ixType, pos, pos)
+    redis.call('ZADD', ixSource, pos, pos)
+    if ixCorr then redis.call('ZADD', ixCorr, pos, pos) end
+    if ixBackend then redis.call('ZADD', ixBackend, pos, pos) end
     if ARGV[b + 6] ~= '' then
       local t = tonumber(string.sub(ARGV[b + 6], 2))
       redis.call('ZADD', KEYS[6], t, pos)
@@ -262,14 +268,14 @@ export class RedisEventLog implements EventLog, RetainingLog {
     if (rows.length === 0 && !checkpoint) return { appended: [], duplicates: 0 };
     const args: Array<string | number> = [
       Date.now(), checkpoint ? '1' : '0', checkpoint?.key ?? '', checkpoint?.value ?? '',
-      this.#options.tailMaxLen ?? 10_000, this.#keys.ix, rows.length,
+      this.#options.tailMaxLen ?? 10_000, '', rows.length,
     ];
     for (const { item, keys, json } of rows) {
       args.push(item.event.id, json, keys.type, keys.source, optional(keys.correlationId), optional(keys.backend), optional(keys.timeMs));
     }
     const k = this.#keys;
     const positions = (await whileRedisAnswers('event log', () =>
-      APPEND.run(client, [k.seq, k.ids, k.ev, k.all, k.added, k.time, k.cp, k.tail, k.clock, k.minutes, k.hours], args),
+      APPEND.run(client, [k.seq, k.ids, k.ev, k.all, k.added, k.time, k.cp, k.tail, k.clock, k.minutes, k.hours, ...rows.flatMap(({ keys }) => this.#indexKeys(keys))], args),
     )) as number[];
     const appended: StoredEvent[] = [];
     positions.forEach((position, i) => {
