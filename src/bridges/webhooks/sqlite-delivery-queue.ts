@@ -55,7 +55,6 @@ CREATE TABLE IF NOT EXISTS webhook_delivery_lanes (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS webhook_delivery_lanes_ready ON webhook_delivery_lanes (ready_ms, subscription_id);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_subscription ON webhook_deliveries (subscription_id, seq);
-CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (status, updated_ms);
 `;
 
 /** Run after `SCHEMA`: brings a table made before leased claims to the current shape (idempotent). */
@@ -67,9 +66,17 @@ function migrate(db: DatabaseSync): void {
       UPDATE webhook_deliveries SET lease_until_ms = 0 WHERE status = 'in-flight';
       DROP INDEX IF EXISTS webhook_deliveries_due;`);
   }
-  // Lanes and claims by subscription; an index of in-flight leases is kept small by a partial index.
-  db.exec(`CREATE INDEX IF NOT EXISTS webhook_deliveries_lane ON webhook_deliveries (subscription_id, status, next_attempt_ms, seq);
-    CREATE INDEX IF NOT EXISTS webhook_deliveries_leases ON webhook_deliveries (subscription_id, lease_until_ms, seq) WHERE status = 'in-flight';`);
+  // One partial index per state (issue 28): a state change moves a row out of one small index and
+  // into another, and touches nothing else (no index holds every row by status, so the pages a
+  // claim or an outcome writes are the row's, the two indexes', and the lane's). Pending deliveries
+  // by subscription and due time; in-flight ones by subscription and lease end; finished ones by
+  // status and age (purge). The indexes of earlier versions (every row by status) are dropped.
+  db.exec(`DROP INDEX IF EXISTS webhook_deliveries_lane;
+    DROP INDEX IF EXISTS webhook_deliveries_finished;
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries (subscription_id, next_attempt_ms, seq) WHERE status = 'pending';
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_leases ON webhook_deliveries (subscription_id, lease_until_ms, seq) WHERE status = 'in-flight';
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_succeeded ON webhook_deliveries (updated_ms) WHERE status = 'succeeded';
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_dead ON webhook_deliveries (updated_ms, seq) WHERE status = 'dead';`);
   if (!columns.includes('claim')) {
     const subscriptions = db.prepare(`SELECT DISTINCT subscription_id AS id FROM webhook_deliveries WHERE status IN ('pending', 'in-flight')`).all();
     const insert = db.prepare(`INSERT OR IGNORE INTO webhook_delivery_lanes (subscription_id, ready_ms) VALUES (?, 0)`);
@@ -79,6 +86,8 @@ function migrate(db: DatabaseSync): void {
 
 /** WAL pages after which this connection checkpoints (SQLite's default is 1000). */
 export const WAL_CHECKPOINT_PAGES = 10_000;
+
+const STATUSES: DeliveryStatus[] = ['pending', 'in-flight', 'succeeded', 'dead'];
 
 const COLUMNS = 'seq, id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, last_error, last_status, created_ms, updated_ms';
 
@@ -358,10 +367,16 @@ function prepare(db: DatabaseSync): Statements {
     deleteSubscription: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ?`),
     list: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
     listStatus: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND status = ? AND seq > ? ORDER BY seq LIMIT ?`),
-    counts: db.prepare(`SELECT status, COUNT(*) AS n FROM ${table} GROUP BY status`),
-    unfinished: db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE status IN ('pending', 'in-flight')`),
+    // Each state counted on its own partial index (the terms must name one status to use it).
+    counts: db.prepare(
+      `${STATUSES.map((status) => `SELECT '${status}' AS status, COUNT(*) AS n FROM ${table} WHERE status = '${status}'`).join(' UNION ALL ')}`,
+    ),
+    unfinished: db.prepare(
+      `SELECT (SELECT COUNT(*) FROM ${table} WHERE status = 'pending') + (SELECT COUNT(*) FROM ${table} WHERE status = 'in-flight') AS n`,
+    ),
     purgeAged: db.prepare(
-      `DELETE FROM ${table} WHERE (status = 'succeeded' AND updated_ms < ?) OR (status = 'dead' AND updated_ms < ?)`,
+      `DELETE FROM ${table} WHERE seq IN (SELECT seq FROM ${table} WHERE status = 'succeeded' AND updated_ms < ?
+       UNION ALL SELECT seq FROM ${table} WHERE status = 'dead' AND updated_ms < ?)`,
     ),
     purgeDead: db.prepare(
       `DELETE FROM ${table} WHERE seq IN (SELECT seq FROM ${table} WHERE status = 'dead' ORDER BY updated_ms DESC, seq DESC LIMIT -1 OFFSET ?)`,
