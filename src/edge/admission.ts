@@ -32,12 +32,16 @@ export interface Challenges {
   insufficientScope(scope: Scope): Record<string, string>;
 }
 
+/** Seconds a caller refused by the full stream pool is asked to wait (streams last; a slot frees when one ends). */
+const STREAMS_RETRY_SECONDS = '5';
+
 /** Resolves callers, checks scopes, and holds the shared quota pools. */
 export class Admission {
   /**
    * Open streams of every push transport: SSE, gRPC `Subscribe`, MCP session streams and A2A
    * streaming calls share one pool, bounded by `sse.maxConnections` and
-   * `sse.maxConnectionsPerPrincipal` (429 `TOO_MANY_STREAMS`).
+   * `sse.maxConnectionsPerPrincipal`: a full pool is overload (503 `STREAMS_EXHAUSTED` with
+   * `Retry-After`), one caller over its share is 429 `TOO_MANY_STREAMS`.
    */
   readonly streams: QuotaPool;
   readonly metrics: AdmissionMetrics;
@@ -58,8 +62,9 @@ export class Admission {
       max: sse.maxConnections,
       maxPerPrincipal: sse.maxConnectionsPerPrincipal,
       keys: { max: 'maxConnections', maxPerPrincipal: 'maxConnectionsPerPrincipal' },
-      codes: { global: 'TOO_MANY_STREAMS', principal: 'TOO_MANY_STREAMS' },
+      codes: { global: 'STREAMS_EXHAUSTED', principal: 'TOO_MANY_STREAMS' },
       noun: 'streams',
+      globalHeaders: { 'Retry-After': STREAMS_RETRY_SECONDS },
     }, options.metrics);
   }
 

@@ -295,6 +295,14 @@ function rpcBodies(method: fc.Arbitrary<string>, params: fc.Arbitrary<unknown>):
 }
 
 /** A JSON-RPC answer (or SSE stream) must not carry an internal error (-32603) or be a 5xx. */
+function isJsonRpcResponse(text: string): boolean {
+  try {
+    return (JSON.parse(text) as { jsonrpc?: unknown }).jsonrpc === '2.0';
+  } catch {
+    return false;
+  }
+}
+
 async function sendRpc(target: FuzzTarget, path: string, headers: Record<string, string>, body: string): Promise<string | undefined> {
   const abort = AbortSignal.timeout(CASE_TIMEOUT_MS);
   try {
@@ -314,6 +322,8 @@ async function sendRpc(target: FuzzTarget, path: string, headers: Record<string,
     if (res.statusCode >= 500) return `status ${res.statusCode}: ${text.slice(0, 300)}`;
     if (/"code"\s*:\s*-32603/.test(text)) return `JSON-RPC internal error: ${text.slice(0, 300)}`;
     if (res.statusCode >= 400 && res.statusCode !== 404 && !/"error"/.test(text)) return `refusal ${res.statusCode} without an error: ${text.slice(0, 200)}`;
+    // Every answer of /a2a, the gateway's refusals (401, 403, 413, 429, 503) included, is a JSON-RPC response object.
+    if (path === '/a2a' && !streaming && !isJsonRpcResponse(text)) return `A2A answer ${res.statusCode} that is not a JSON-RPC response: ${text.slice(0, 200)}`;
     return undefined;
   } catch (err) {
     if (abort.aborted) return `no answer within ${CASE_TIMEOUT_MS} ms`;

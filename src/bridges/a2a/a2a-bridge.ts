@@ -6,9 +6,11 @@
  * SubscribeToTask) over the command executor and a bounded, expiring task store.
  *
  * Admission: the endpoint needs `read`; each JSON-RPC method is then checked against the operations
- * table of `edge/` (SendMessage, SendStreamingMessage and push-config creation need `write`), a
- * refusal being the same 403 `FORBIDDEN` error body as on any route. A streaming answer holds a slot
- * of the shared stream pool while it is open.
+ * table of `edge/` (SendMessage, SendStreamingMessage and push-config creation need `write`). Every
+ * answer of `/a2a` is a JSON-RPC response object: the gateway's admission refusals (401, 403, 413,
+ * 429, 503) keep their HTTP status with a JSON-RPC error body (`jsonRpcRefusal`: -32000, the
+ * catalogue error as `data`), every other error is HTTP 200. A streaming answer holds a slot of the
+ * shared stream pool while it is open.
  */
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
 import { InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
@@ -27,7 +29,8 @@ import { GuardedPushSender } from './push-sender.ts';
 import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import type { A2aMetrics } from '../../metrics/a2a.ts';
 import { GatewayUser } from './gateway-user.ts';
-import { readJsonRpcRequest, type JsonRpcId } from './jsonrpc-request.ts';
+import { jsonRpcRefusal, readJsonRpcRequest, type JsonRpcId, type JsonRpcRequest } from './jsonrpc-request.ts';
+import { isProtoError, type ProtoError } from '../../errors.ts';
 import { TaskRequestHandler } from './task-request-handler.ts';
 
 /** What the A2A bridge is built from. */
@@ -95,7 +98,13 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   const transport = new JsonRpcTransportHandler(handler);
   const routes: Route[] = [
     { method: 'GET', path: `/${AGENT_CARD_PATH}`, public: true, handle: () => ({ status: 200, body: agentCardJson(card()) }) },
-    { method: 'POST', path: `/${A2A_ENDPOINT_PATH}`, operation: 'a2a.endpoint', handle: (ctx) => answer(ctx, transport, handler, options.admission) },
+    {
+      method: 'POST',
+      path: `/${A2A_ENDPOINT_PATH}`,
+      operation: 'a2a.endpoint',
+      refusal: (error) => refusalReply(null, error),
+      handle: (ctx) => answer(ctx, transport, handler, options.admission),
+    },
   ];
   return { routes, executor, pushSender, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
 }
@@ -108,6 +117,21 @@ async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, h
   const checked = await readJsonRpcRequest(() => ctx.json());
   if ('refusal' in checked) return { status: 200, body: checked.refusal };
   const { request } = checked;
+  try {
+    return await answerChecked(ctx, request, transport, handler, admission);
+  } catch (err) {
+    // A refusal once the id is known carries it (the route's `refusal` answers those before it).
+    if (isProtoError(err)) return refusalReply(request.id, err);
+    throw err;
+  }
+}
+
+/** A gateway refusal on `/a2a`: its HTTP status and headers, a JSON-RPC error body. */
+function refusalReply(id: JsonRpcId, error: ProtoError): Reply {
+  return { status: error.status, headers: error.headers, body: jsonRpcRefusal(id, error) };
+}
+
+async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, transport: JsonRpcTransportHandler, handler: TaskRequestHandler, admission: Admission): Promise<Reply | undefined> {
   const operation = a2aOperation(request.method);
   // An unknown method has no row: the SDK answers it "method not found".
   if (operation) admission.authorize(ctx.principal, operation);

@@ -84,7 +84,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
 
   /** Serves a push stream until the client or the gateway ends it. */
   const push = async (stream: PushStream, follows: { owner?: FollowOwner; pinned?: Follow[] }) => {
-    if (streams.size >= options.config.maxSessions) throw new ProtoError('TOO_MANY_STREAMS', `${options.config.maxSessions} MCP push streams are open here; try again later`);
+    if (streams.size >= options.config.maxSessions) throw new ProtoError('STREAMS_EXHAUSTED', `${options.config.maxSessions} MCP push streams are open here; try again later`, { limit: 'mcp.maxSessions', max: options.config.maxSessions }, { 'Retry-After': '5' });
     const pump = new FollowPump({
       ...follows,
       store,
