@@ -11,7 +11,7 @@
  */
 import type { AuthConfig, GatewayConfig, Scope } from '../config/types.ts';
 import { ProtoError } from '../errors.ts';
-import type { AdmissionMetrics } from '../metrics/admission.ts';
+import type { AdmissionMetrics, QuotaLimit } from '../metrics/admission.ts';
 import { ANONYMOUS, apiKeyVerifier, challengeOf, type CredentialVerifier, type Presented, type Principal } from './credentials.ts';
 import { scopeOf, type Operation } from './operations.ts';
 import { QuotaPool } from './quota.ts';
@@ -96,7 +96,7 @@ export class Admission {
   }
 
   /** Counts a refusal by a quota kept elsewhere (a store's count: A2A tasks, push configs). */
-  refused(quota: string, limit: 'principal' | 'global'): void {
+  refused(quota: string, limit: QuotaLimit): void {
     this.metrics.refused(quota, limit);
   }
 }
