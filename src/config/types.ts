@@ -161,6 +161,8 @@ export interface RedisSettings {
 
 export interface EventsConfig {
   pageSize: { default: number; max: number };
+  /** One ingested event's JSON at most, in bytes; a larger one is refused once at ingestion (counted), never on delivery. Default 2 MiB. */
+  maxEventBytes: number;
   retention: { maxEvents: number; maxAgeMs: number };
 }
 
