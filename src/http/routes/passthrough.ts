@@ -3,7 +3,8 @@
  * gateway does not answer itself goes to the same path under that backend's endpoint. The caller's
  * credentials never reach the backend; the backend's configured headers, `X-Forwarded-*` and the
  * trace context are added; hop-by-hop headers are dropped; responses (SSE too) stream unbuffered.
- * No answer within the timeout is a 504; an unreachable backend is a 503.
+ * No answer within the timeout is a 504; an unreachable backend is a 503, as is one that reset the
+ * connection before its answer arrived (`details.reason: connection-reset`).
  */
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
@@ -44,6 +45,8 @@ interface InFlight {
   received: number;
   /** The request to the backend, once it exists. */
   outgoing?: ClientRequest;
+  /** The backend reset the connection (ECONNRESET, EPIPE): whatever it answered before was lost with it. */
+  reset: boolean;
 }
 
 /** The catch-all routes under `/services/:id/*`, one per method. */
@@ -87,7 +90,7 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   backend.circuit.admit();
   settleCircuit(ctx, backend.circuit);
   stripHeaders(ctx.req, options.credentialHeaders);
-  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false, received: 0 };
+  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false, received: 0, reset: false };
   inFlight.set(ctx.req, state);
   const body = ctx.req.pipe(
     limitBody(options.maxBodyBytes, (size) => (state.received = size), () => {
@@ -103,6 +106,7 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   const agent = backend.connections?.httpAgent;
   proxy.web(ctx.req, ctx.res, { target, headers, buffer: body, ...(agent && { agent }) }, (err) => {
     ctx.log.warn({ backend: backend.id, err: (err as Error).message, timedOut: state.timedOut }, 'pass-through failed');
+    state.reset = RESET_CODES.has(String((err as NodeJS.ErrnoException).code));
     if (ctx.res.headersSent) {
       ctx.res.destroy();
       return;
@@ -165,8 +169,20 @@ function answerAfterBody(ctx: RequestContext, state: InFlight, maxBytes: number)
 function failure(state: InFlight, maxBodyBytes: number): ProtoError {
   if (state.tooLarge) return tooLarge(maxBodyBytes);
   if (state.timedOut) return new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time');
+  if (state.reset) {
+    return new ProtoError('BACKEND_UNAVAILABLE', 'the backend reset the connection before its answer arrived (an answer it wrote before the reset is lost with it)', { reason: 'connection-reset' });
+  }
   return new ProtoError('BACKEND_UNAVAILABLE', 'the backend is unavailable');
 }
+
+/**
+ * Socket errors of a backend that reset the connection. A backend that answers early and closes
+ * with request bytes unread makes its own TCP stack send a reset (RFC 9112 §9.6), which discards
+ * its answer on the gateway's side when it arrives before the answer was read: there is no answer
+ * to forward, so it is 503 `BACKEND_UNAVAILABLE` (DESIGN: an unavailable dependency is a 503; the
+ * catalogue has no 502), with `details.reason: connection-reset` to say what happened.
+ */
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 function tooLarge(maxBytes: number): ProtoError {
   return new ProtoError('PAYLOAD_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, { limit: maxBytes });
