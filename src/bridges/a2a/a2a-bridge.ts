@@ -102,7 +102,6 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     onDropped: (limit) => options.admission.refused('a2a.pendingPush', limit),
     logger: options.logger,
   });
-
   const handler = new TaskRequestHandler({ card: card(), taskStore: options.taskStore, executor, pushStore, pushSender, extendedCard: async () => fullCard() });
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
@@ -123,7 +122,8 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
 
 /**
  * Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. The
- * envelope is checked first (`jsonrpc-request.ts`); every answer, errors included, is HTTP 200.
+ * envelope is checked first (`jsonrpc-request.ts`); JSON-RPC errors are HTTP 200, the gateway's
+ * refusals (scope, quotas, the stream pool) keep their status with a JSON-RPC error body.
  */
 async function answer(ctx: RequestContext, endpoint: Endpoint): Promise<Reply | undefined> {
   const checked = await readJsonRpcRequest(() => ctx.json());
