@@ -40,15 +40,60 @@ function slowPost(url: string, size: number, chunk = 512): Promise<{ status: num
   });
 }
 
-/** Resets the connection (TCP RST) once the request's headers arrived, answering nothing, or after writing an answer. */
-async function resettingBackend(answerFirst: boolean): Promise<string> {
+/**
+ * Resets the connection (TCP RST) once the request's headers arrived: answering nothing, after
+ * writing part of an answer, or (`afterMs`) that long after a whole answer.
+ */
+async function resettingBackend(answerFirst: boolean, afterMs?: number): Promise<string> {
   const server = createServer((req, res) => {
+    if (afterMs !== undefined) {
+      res.writeHead(404, { 'content-type': 'application/json', 'content-length': 26 }).end('{"error":{"code":"EARLY"}}');
+      setTimeout(() => req.socket.resetAndDestroy(), afterMs);
+      return;
+    }
     if (answerFirst) res.writeHead(404, { 'content-type': 'application/json' }).write('{"error":{"code":"EARLY"}}');
     req.socket.resetAndDestroy();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   track({ close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) });
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+/** Like `slowPost`, but settles once both the answer and the whole upload are done (`upload`: `sent`, or the write error). */
+function uploadAll(url: string, size: number, chunk = 1024): Promise<{ status: number; body: string; upload: string }> {
+  return new Promise((resolve) => {
+    let answer: { status: number; body: string } | undefined;
+    let upload: string | undefined;
+    const settle = (): void => {
+      if (answer && upload) resolve({ ...answer, upload });
+    };
+    const req = request(url, { method: 'PUT', headers: { 'content-type': 'application/json' } }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => { answer = { status: res.statusCode ?? 0, body }; settle(); });
+    });
+    req.on('error', (err) => {
+      upload ??= err.message;
+      answer ??= { status: 0, body: '' };
+      settle();
+    });
+    let sent = 0;
+    req.on('close', () => {
+      // Closed under the upload without an error (the answer had arrived): the rest was cut off.
+      if (sent < size) upload ??= `cut off after ${sent} bytes`;
+      settle();
+    });
+    const next = (): void => {
+      if (req.destroyed) return;
+      if (sent >= size) {
+        req.end(() => { upload ??= 'sent'; settle(); });
+        return;
+      }
+      sent += chunk;
+      req.write('x'.repeat(chunk), () => setTimeout(next, 2));
+    };
+    next();
+  });
 }
 
 describe('pass-through: a backend that resets during the upload', () => {
@@ -66,12 +111,22 @@ describe('pass-through: a backend that resets during the upload', () => {
   });
 });
 
+describe('pass-through: a backend that answers whole, then resets while the upload goes on', () => {
+  it('the client gets that whole answer, and its upload is read and dropped, not cut off (fuzz seed 1404077140: write EPIPE)', async () => {
+    const gw = await startTestGateway(gatewayYaml(`backends:\n  - { id: payments, kind: proto, url: ${await resettingBackend(true, 50)} }`));
+    for (let i = 0; i < 3; i++) {
+      const answer = await uploadAll(`${gw.url}services/payments/x/${i}`, 128 * 1024);
+      expect(answer).toEqual({ status: 404, body: '{"error":{"code":"EARLY"}}', upload: 'sent' });
+    }
+  });
+});
+
 describe('pass-through: a backend that answers before the body is read', () => {
   it('the client gets the backend\'s own answer (not 503 BACKEND_UNAVAILABLE), whatever arrives first', async () => {
     const backend = await earlyBackend(404);
     const gw = await startTestGateway(gatewayYaml(`backends:\n  - { id: payments, kind: proto, url: ${backend} }`));
     const answers: Array<{ status: number; body: string }> = [];
-    for (let i = 0; i < 20; i++) answers.push(await slowPost(`${gw.url}services/payments/x/${i}`, 64 * 1024));
+    for (let i = 0; i < 10; i++) answers.push(await slowPost(`${gw.url}services/payments/x/${i}`, 32 * 1024));
     for (const answer of answers) expect(answer.status, answer.body).toBe(404);
   });
 });

@@ -39,6 +39,8 @@ interface InFlight {
   /** The URL requested from the backend (relative `Location` values resolve against it). */
   target: string;
   timeoutMs: number;
+  /** `server.bodyLimit`. */
+  maxBodyBytes: number;
   timedOut: boolean;
   tooLarge: boolean;
   /** Request body bytes read so far. */
@@ -47,6 +49,8 @@ interface InFlight {
   outgoing?: ClientRequest;
   /** The backend reset the connection (ECONNRESET, EPIPE): whatever it answered before was lost with it. */
   reset: boolean;
+  /** The backend's answer, once its headers arrived. */
+  response?: IncomingMessage;
 }
 
 /** The catch-all routes under `/services/:id/*`, one per method. */
@@ -67,7 +71,18 @@ export function passThroughRoutes(options: PassThroughOptions): Route[] {
   });
   proxy.on('proxyRes', (proxyRes, req, res) => {
     const state = inFlight.get(req);
-    if (state) rewriteLocations(proxyRes.headers, state);
+    // Connection-specific headers are the backend's own (RFC 9110 §7.6.1): its `Connection: close`
+    // (a Node backend says it when it answers before reading the body) would make the gateway close
+    // the client's connection under a still-running upload.
+    for (const name of ['connection', 'keep-alive']) delete proxyRes.headers[name];
+    if (state) {
+      state.response = proxyRes;
+      rewriteLocations(proxyRes.headers, state);
+      // Answered before the upload ended: the rest of the body is read and dropped (within the limit).
+      proxyRes.once('end', () => {
+        if (!req.complete) dropRestOfBody(req, state.received, state.maxBodyBytes);
+      });
+    }
     // A stream's headers must reach the client now, not with its first event (which may be far off).
     if (String(proxyRes.headers['content-type']).startsWith('text/event-stream')) {
       process.nextTick(() => {
@@ -90,7 +105,7 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   backend.circuit.admit();
   settleCircuit(ctx, backend.circuit);
   stripHeaders(ctx.req, options.credentialHeaders);
-  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false, received: 0, reset: false };
+  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, maxBodyBytes: options.maxBodyBytes, timedOut: false, tooLarge: false, received: 0, reset: false };
   inFlight.set(ctx.req, state);
   const body = ctx.req.pipe(
     limitBody(options.maxBodyBytes, (size) => (state.received = size), () => {
@@ -108,7 +123,10 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
     ctx.log.warn({ backend: backend.id, err: (err as Error).message, timedOut: state.timedOut }, 'pass-through failed');
     state.reset = RESET_CODES.has(String((err as NodeJS.ErrnoException).code));
     if (ctx.res.headersSent) {
-      ctx.res.destroy();
+      // The backend's whole answer arrived before it went: the client gets all of it, and the rest of
+      // its upload is read and dropped rather than cut off. A partial answer can only be cut off.
+      if (state.response?.complete) dropRestOfBody(ctx.req, state.received, options.maxBodyBytes);
+      else ctx.res.destroy();
       return;
     }
     if (!ctx.req.complete && !state.tooLarge) return answerAfterBody(ctx, state, options.maxBodyBytes);
@@ -165,6 +183,26 @@ function answerAfterBody(ctx: RequestContext, state: InFlight, maxBytes: number)
   ctx.req.on('data', onData).once('end', answer).once('close', answer);
   ctx.req.resume();
 }
+
+/**
+ * Reads the rest of the request body into nothing once the answer is decided, so the client's
+ * upload is not cut off under it (RFC 9112 §9.6); a body going past `maxBytes` (counting the
+ * `received` bytes already read) ends the connection instead. Once per request.
+ */
+function dropRestOfBody(req: IncomingMessage, received: number, maxBytes: number): void {
+  if (dropping.has(req)) return;
+  dropping.add(req);
+  let size = received;
+  req.unpipe();
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > maxBytes) req.destroy();
+  });
+  req.resume();
+}
+
+/** Requests whose rest is being dropped. */
+const dropping = new WeakSet<IncomingMessage>();
 
 function failure(state: InFlight, maxBodyBytes: number): ProtoError {
   if (state.tooLarge) return tooLarge(maxBodyBytes);
