@@ -229,9 +229,15 @@ async function serve(handler: NodeMcpHandler, ctx: RequestContext, body: unknown
 /**
  * An `initialize` request whose params are not an initialize's (no `protocolVersion`, ...): the
  * SDK would answer it -32603 Internal error (its schema error, found by the fuzz suite, seed
- * 423415073); JSON-RPC's answer is -32602 Invalid params.
+ * 423415073); JSON-RPC's answer is -32602 Invalid params. An `initialize` inside a batch is -32600
+ * Invalid Request (MCP 2025-03-26: it MUST NOT be part of a batch; later revisions have no batches;
+ * fuzz seed 1852610251).
  */
-function invalidInitialize(body: unknown): { jsonrpc: '2.0'; id: string | number; error: { code: number; message: string } } | undefined {
+function invalidInitialize(body: unknown): { jsonrpc: '2.0'; id: string | number | null; error: { code: number; message: string } } | undefined {
+  if (Array.isArray(body)) {
+    const batched = body.some((m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize');
+    return batched ? { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: initialize cannot be part of a batch' } } : undefined;
+  }
   const message = body as { method?: unknown; id?: unknown } | null;
   if (typeof message !== 'object' || message === null || Array.isArray(message) || message.method !== 'initialize') return undefined;
   if (typeof message.id !== 'string' && typeof message.id !== 'number') return undefined;

@@ -57,6 +57,12 @@ describe('MCP front: hostile and broken input', () => {
       const body = typeof res.body === 'string' ? JSON.parse(res.body.replace(/^[\s\S]*?data: /, '')) : res.body;
       expect(body, JSON.stringify(params)).toMatchObject({ jsonrpc: '2.0', id: 'y$ZnC9', error: { code: -32602 } });
     }
+    // In a batch (fuzz seed 1852610251), valid or not: -32600.
+    const init = (params: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'initialize', params });
+    for (const batch of [[init({ protocolVersion: '', capabilities: [1, false], clientInfo: false }), { jsonrpc: '2.0', id: 2, method: 'ping' }], [init({ protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } })]]) {
+      const res = await getJson(`${gw.url}mcp`, { method: 'POST', headers, body: JSON.stringify(batch) });
+      expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    }
   });
 
   it('answers a 2025 GET or DELETE without a session 405, and malformed JSON 400, and keeps serving', async () => {
