@@ -280,6 +280,8 @@ const toolCall = fc.record({
   name: fc.constantFrom('send_command', 'get_events', 'execute_query', 'get_command_schema', 'sample_event_stream', 'nope'),
   arguments: fc.oneof(jsonValue, fc.record({ schema: hostileText, version: hostileText, data: jsonValue, params: jsonValue, max_seconds: fc.integer({ min: -5, max: 2 }) }, { requiredKeys: [] })),
 });
+const pushUrl = fc.constantFrom('http://127.0.0.1:9/', 'http://10.0.0.1/', 'https://example.invalid/hook', 'notaurl', '', 'file:///etc/passwd');
+const pushToken = fc.oneof(fc.string({ maxLength: 50 }), fc.integer({ min: 7_000, max: 20_000 }).map((n) => 'x'.repeat(n)));
 const a2aParams = fc.oneof(
   jsonValue,
   fc.record({
@@ -289,6 +291,19 @@ const a2aParams = fc.oneof(
     pushNotificationConfig: fc.record({ url: fc.constantFrom('http://127.0.0.1:9/', 'http://10.0.0.1/', 'notaurl'), token: fc.string({ maxLength: 50 }) }),
     pageSize: fc.integer({ min: -5, max: 1000 }),
   }, { requiredKeys: [] }),
+  // A2A 1.0 push configs (CreateTaskPushNotificationConfig's flat params, SendMessage's
+  // configuration): hostile URLs, tokens around the 8 KiB bound, another task's or no id.
+  fc.record({
+    taskId: hostileText,
+    id: hostileText,
+    url: pushUrl,
+    token: pushToken,
+    authentication: fc.record({ scheme: hostileText, credentials: pushToken }, { requiredKeys: [] }),
+  }, { requiredKeys: [] }),
+  fc.record({
+    message: fc.record({ messageId: fc.uuid(), role: fc.constant('ROLE_USER'), parts: fc.constant([{ text: 'hi' }]) }),
+    configuration: fc.record({ taskPushNotificationConfig: fc.record({ id: hostileText, url: pushUrl, token: pushToken }, { requiredKeys: [] }), returnImmediately: fc.boolean() }, { requiredKeys: [] }),
+  }),
 );
 
 function rpcBodies(method: fc.Arbitrary<string>, params: fc.Arbitrary<unknown>): fc.Arbitrary<string> {
