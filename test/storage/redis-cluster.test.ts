@@ -6,7 +6,7 @@
  * the contracts: the live tail across two logs (the blocking stream read follows the slot), and
  * the alias notices over pub/sub.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RedisTaskStore } from '../../src/bridges/a2a/redis-task-store.ts';
 import { RedisFollowStore } from '../../src/bridges/mcp/redis-follow-store.ts';
 import { RedisDeliveryQueue } from '../../src/bridges/webhooks/redis-delivery-queue.ts';
@@ -25,6 +25,8 @@ import { commandStoreContract, idempotencyContract, outboxContract } from '../co
 import { eventLogContract } from '../log/contract.ts';
 import { cloudEvent } from '../log/fixtures/cloud-event.ts';
 import { registryStoreContract } from '../registry/store-contract.ts';
+import { FAST_DISPATCH, ordersBackend, placeOrder, post, scriptedBackend, sendJson } from '../commands/support.ts';
+import { closeAll, eventually, gatewayYaml, getJson, startTestGateway } from '../support/gateway.ts';
 import { onRedisCluster, randomPrefix, type LocalRedisCluster } from '../support/redis.ts';
 
 /** Where a store of the test connects: the cluster, under `prefix` (a fresh tagged one by default). */
@@ -43,6 +45,30 @@ onRedisCluster((cluster) => {
   deliveryRateLimitContract('redis cluster', () => new RedisDeliveryRateLimit(on(cluster())));
   followStoreContract('redis cluster', (limits) => new RedisFollowStore(on(cluster()), limits));
   taskStoreContract('redis cluster', (limits) => new RedisTaskStore(on(cluster()), limits));
+
+  describe('a gateway on the cluster (storage.redis.cluster)', () => {
+    afterEach(closeAll);
+
+    it('starts ready, accepts a command (201), delivers it to the backend and answers its events from the log', async () => {
+      const { url, nodes } = cluster();
+      const orders = await scriptedBackend((_req, res) => sendJson(res, 201, {}));
+      const seeds = nodes.map((node) => `{ host: ${node.host}, port: ${node.port} }`).join(', ');
+      const gw = await startTestGateway(gatewayYaml(
+        `${FAST_DISPATCH}\nbackends:\n${ordersBackend(orders.url)}`,
+        `storage: { driver: redis, url: "${url}", prefix: "${randomPrefix()}", redis: { cluster: [${seeds}] } }`,
+      ));
+      expect((await fetch(`${gw.url}readyz`)).status).toBe(200);
+      const command = placeOrder();
+      expect((await post(`${gw.url}commands`, command)).status).toBe(201);
+      await eventually(() => orders.received.some((r) => r.method === 'POST'), 20_000);
+      // The legacy backend's 201 becomes the command's success event in the log.
+      const events = await eventually(async () => {
+        const { body } = await getJson(`${gw.url}events?correlationId=${command.id}`);
+        return body.events.length > 0 ? body.events : undefined;
+      }, 20_000);
+      expect(events[0]).toMatchObject({ correlationid: command.id });
+    }, 60_000);
+  });
 
   describe('across replicas on the cluster', () => {
     it('two logs on one prefix deliver each other\'s appends live (the blocking tail read follows the slot)', async () => {
