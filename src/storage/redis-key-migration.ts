@@ -32,19 +32,19 @@ export async function migrateToTaggedKeys(storage: StorageConfig): Promise<numbe
     const marker = `${to}keys:tagged`;
     if ((await client.exists(marker)) === 1) return 0;
     let moved = 0;
-    for (const namespace of KEY_NAMESPACES) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${escapeGlob(from + namespace)}*`, 'COUNT', RENAME_BATCH);
-        if (keys.length > 0) {
-          const pipeline = client.pipeline();
-          for (const key of keys) pipeline.renamenx(key, to + key.slice(from.length));
-          // A key another replica renamed meanwhile answers "no such key": skipped.
-          moved += ((await pipeline.exec()) ?? []).filter(([err, renamed]) => !err && renamed === 1).length;
-        }
-        cursor = next;
-      } while (cursor !== '0');
-    }
+    // One walk of the keyspace (SCAN visits every key once per walk, whatever the pattern).
+    let cursor = '0';
+    do {
+      const [next, found] = await client.scan(cursor, 'MATCH', `${escapeGlob(from)}*`, 'COUNT', RENAME_BATCH);
+      const keys = found.filter((key) => KEY_NAMESPACES.some((namespace) => key.startsWith(namespace, from.length)));
+      if (keys.length > 0) {
+        const pipeline = client.pipeline();
+        for (const key of keys) pipeline.renamenx(key, to + key.slice(from.length));
+        // A key another replica renamed meanwhile answers "no such key": skipped.
+        moved += ((await pipeline.exec()) ?? []).filter(([err, renamed]) => !err && renamed === 1).length;
+      }
+      cursor = next;
+    } while (cursor !== '0');
     await client.set(marker, '1');
     return moved;
   } finally {
