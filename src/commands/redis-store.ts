@@ -23,9 +23,9 @@
  * `STORE_UNAVAILABLE`, so the command is not answered 201); so is a repeat that finds the command
  * already stored (its first accept may have been refused before the write reached a replica). What survives a Redis crash otherwise
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
- * Two scripts still build a key inside (RESCHEDULE and COMPLETE: the due set of the backend they
- * read from the entry); on a Redis Cluster it shares the prefix's hash tag, hence the slot of the
- * declared keys.
+ * Every script declares every key it touches in `KEYS`. RESCHEDULE and COMPLETE need the due set
+ * of the entry's backend: the backend is read first (`HGET`; an entry's backend never changes) and
+ * the script checks it is still the entry's (gone: nothing to do).
  *
  * Leased claims (`claimDue`): claiming moves an entry's due time to the end of its lease, in the
  * script that reads it, so two replicas' dispatchers never deliver one entry at once, and a dead
@@ -131,23 +131,24 @@ for i = 1, #members, 2 do
 end
 return out`);
 
+/** KEYS: backend of, state, overall due, due of the backend (ARGV[4]), claimed. */
 const RESCHEDULE = new RedisScript(`
-local backend = redis.call('HGET', KEYS[1], ARGV[1])
-if not backend then return 0 end
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[4] then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-redis.call('ZADD', KEYS[4] .. backend, ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
 redis.call('SREM', KEYS[5], ARGV[1])
 return 1`);
 
+/** KEYS: backend of, outbox, state, overall due, due of the backend (ARGV[2]), backends, claimed. */
 const COMPLETE = new RedisScript(`
-local backend = redis.call('HGET', KEYS[1], ARGV[1])
-if not backend then return 0 end
+local backend = ARGV[2]
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= backend then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
-redis.call('ZREM', KEYS[5] .. backend, ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
 if redis.call('HINCRBY', KEYS[6], backend, -1) <= 0 then redis.call('HDEL', KEYS[6], backend) end
 redis.call('SREM', KEYS[7], ARGV[1])
 return 1`);
@@ -307,12 +308,22 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
     const k = this.#keys;
     const state: StateFields = { attempts, lastError };
-    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf, k.claimed], [member(seq), this.#clock.toRedis(nextAttemptMs), JSON.stringify(state)]);
+    const backend = await this.#backendOf(seq);
+    if (backend === null) return;
+    await this.#run(RESCHEDULE, [k.backendOf, k.state, k.due, k.dueOf + backend, k.claimed], [member(seq), this.#clock.toRedis(nextAttemptMs), JSON.stringify(state), backend]);
   }
 
   async complete(seq: number): Promise<void> {
     const k = this.#keys;
-    await this.#run(COMPLETE, [k.backendOf, k.outbox, k.state, k.due, k.dueOf, k.backends, k.claimed], [member(seq)]);
+    const backend = await this.#backendOf(seq);
+    if (backend === null) return;
+    await this.#run(COMPLETE, [k.backendOf, k.outbox, k.state, k.due, k.dueOf + backend, k.backends, k.claimed], [member(seq), backend]);
+  }
+
+  /** The backend of entry `seq` (null: no such entry); read before a script that needs its due set as a key. */
+  async #backendOf(seq: number): Promise<string | null> {
+    const client = this.#connected();
+    return whileRedisAnswers(STORE, () => client.hget(this.#keys.backendOf, member(seq)));
   }
 
   async nextDueMs(): Promise<number | undefined> {
