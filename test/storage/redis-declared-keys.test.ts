@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisFollowStore } from '../../src/bridges/mcp/redis-follow-store.ts';
 import { RedisDeliveryRateLimit } from '../../src/bridges/webhooks/redis-delivery-rate-limit.ts';
+import { RedisSubscriptionStore } from '../../src/bridges/webhooks/redis-subscription-store.ts';
 import { RedisCommandStore } from '../../src/commands/redis-store.ts';
 import { RedisEventLog } from '../../src/log/redis.ts';
 import { RedisRegistryStore } from '../../src/registry/redis-registry-store.ts';
@@ -15,6 +16,7 @@ import { taggedPrefix, type RedisStoreOptions } from '../../src/storage/redis.ts
 import { RedisScript } from '../../src/storage/redis-script.ts';
 import { followStoreContract } from '../bridges/mcp/follow-store-contract.ts';
 import { deliveryRateLimitContract } from '../bridges/webhooks/delivery-rate-limit-contract.ts';
+import { subscriptionStoreContract } from '../bridges/webhooks/subscription-store-contract.ts';
 import { commandStoreContract, idempotencyContract, outboxContract } from '../commands/store-contract.ts';
 import { eventLogContract } from '../log/contract.ts';
 import { registryStoreContract } from '../registry/store-contract.ts';
@@ -59,5 +61,6 @@ idempotencyContract('redis (declared keys)', () => new RedisCommandStore(fresh()
 outboxContract('redis (declared keys)', () => new RedisCommandStore(fresh()));
 commandStoreContract('redis (declared keys)', () => new RedisCommandStore(fresh()));
 registryStoreContract('redis (declared keys)', () => new RedisRegistryStore(fresh()));
+subscriptionStoreContract('redis (declared keys)', () => new RedisSubscriptionStore(fresh()));
 deliveryRateLimitContract('redis (declared keys)', () => new RedisDeliveryRateLimit(fresh()));
 followStoreContract('redis (declared keys)', (limits) => new RedisFollowStore(fresh(), limits));
