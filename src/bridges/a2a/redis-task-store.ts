@@ -95,15 +95,21 @@ return seq`);
 /**
  * Save push config ARGV[3] = ARGV[4] of task key ARGV[2] for owner ARGV[6] at time ARGV[5], expiring
  * with its task (at ARGV[7] when the task is not saved yet); refuse beyond ARGV[8] per task or
- * ARGV[9] per owner.
+ * ARGV[9] per owner. Declares every key: KEYS[1..6] as `FORGET`'s, KEYS[7] the task's push configs,
+ * KEYS[8] the owner's, KEYS[9] those of the task's recorded owner ARGV[10] ('' = none, KEYS[9] then
+ * unused), read before the script; 'retry' when that owner changed meanwhile.
  */
-const SAVE_PUSH = new RedisScript(`${FORGET}
+const SAVE_PUSH = new RedisScript(`
 local key, id, now, owner = ARGV[2], ARGV[3], tonumber(ARGV[5]), ARGV[6]
-local push = P .. 'push:' .. key
-local owned = P .. 'pushowned:' .. owner
+local push, owned = KEYS[7], KEYS[8]
+if (redis.call('HGET', KEYS[5], key) or '') ~= ARGV[10] then return 'retry' end
 local pushExpiry = redis.call('ZSCORE', KEYS[6], key)
 if pushExpiry and tonumber(pushExpiry) <= now then
-  forgetPush(key, redis.call('HGET', KEYS[5], key))
+  if ARGV[10] ~= '' then
+    for _, config in ipairs(redis.call('HKEYS', push)) do redis.call('ZREM', KEYS[9], key .. '\\n' .. config) end
+  end
+  redis.call('DEL', push)
+  redis.call('ZREM', KEYS[6], key)
 end
 if redis.call('HEXISTS', push, id) == 0 then
   if redis.call('HLEN', push) >= tonumber(ARGV[8]) then return 'task-full' end
@@ -119,13 +125,12 @@ redis.call('ZADD', owned, expiresAt, key .. '\\n' .. id)
 redis.call('HSET', KEYS[5], key, owner)
 return 'saved'`);
 
-/** Delete push config ARGV[3] of task key ARGV[2] (owner ARGV[4]). */
+/** Delete push config ARGV[2] of task key ARGV[1]. KEYS: push expiry, the task's push configs, the owner's push configs. */
 const DELETE_PUSH = new RedisScript(`
-local P, key, id = ARGV[1], ARGV[2], ARGV[3]
-local push = P .. 'push:' .. key
-redis.call('HDEL', push, id)
-redis.call('ZREM', P .. 'pushowned:' .. ARGV[4], key .. '\\n' .. id)
-if redis.call('EXISTS', push) == 0 then redis.call('ZREM', KEYS[1], key) end
+local key, id = ARGV[1], ARGV[2]
+redis.call('HDEL', KEYS[2], id)
+redis.call('ZREM', KEYS[3], key .. '\\n' .. id)
+if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('ZREM', KEYS[1], key) end
 return 1`);
 
 const STORE = 'the A2A task store (Redis)';
@@ -194,8 +199,14 @@ export class RedisTaskStore implements GatewayTaskStore {
     const now = this.#now();
     const key = `${taskScope(context)}\n${taskId}`;
     const limits = this.#limits;
-    const args = [this.#prefix, key, configId, json, now, ownerOf(context), now + limits.ttlMs, bound(limits.maxPushConfigsPerTask), bound(limits.maxPushConfigsPerPrincipal)];
-    return (await whileRedisAnswers(STORE, () => SAVE_PUSH.run(client, this.#scriptKeys(), args))) as PushConfigSave;
+    const owner = ownerOf(context);
+    for (;;) {
+      const recorded = (await whileRedisAnswers(STORE, () => client.hget(this.#keys.owner, key))) ?? '';
+      const keys = [...this.#scriptKeys(), `${this.#prefix}push:${key}`, `${this.#prefix}pushowned:${owner}`, `${this.#prefix}pushowned:${recorded}`];
+      const args = [this.#prefix, key, configId, json, now, owner, now + limits.ttlMs, bound(limits.maxPushConfigsPerTask), bound(limits.maxPushConfigsPerPrincipal), recorded];
+      const outcome = await whileRedisAnswers(STORE, () => SAVE_PUSH.run(client, keys, args));
+      if (outcome !== 'retry') return outcome as PushConfigSave;
+    }
   }
 
   async pushConfigs(taskId: string, context: ServerCallContext): Promise<string[]> {
@@ -208,7 +219,7 @@ export class RedisTaskStore implements GatewayTaskStore {
   async deletePushConfig(taskId: string, context: ServerCallContext, configId: string): Promise<void> {
     const client = this.#connected();
     const key = `${taskScope(context)}\n${taskId}`;
-    await whileRedisAnswers(STORE, () => DELETE_PUSH.run(client, [this.#keys.pushExpiry], [this.#prefix, key, configId, ownerOf(context)]));
+    await whileRedisAnswers(STORE, () => DELETE_PUSH.run(client, [this.#keys.pushExpiry, `${this.#prefix}push:${key}`, `${this.#prefix}pushowned:${ownerOf(context)}`], [key, configId]));
   }
 
   /** Closes the connection. Safe to call twice. */
