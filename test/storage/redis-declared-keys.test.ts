@@ -10,7 +10,9 @@ import { RedisTaskStore } from '../../src/bridges/a2a/redis-task-store.ts';
 import { RedisFollowStore } from '../../src/bridges/mcp/redis-follow-store.ts';
 import { RedisDeliveryRateLimit } from '../../src/bridges/webhooks/redis-delivery-rate-limit.ts';
 import { RedisSubscriptionStore } from '../../src/bridges/webhooks/redis-subscription-store.ts';
+import { RedisRateLimiter } from '../../src/commands/redis-rate-limit.ts';
 import { RedisCommandStore } from '../../src/commands/redis-store.ts';
+import { RedisIngestionLeases } from '../../src/ingest/redis-leases.ts';
 import { RedisEventLog } from '../../src/log/redis.ts';
 import { RedisRegistryStore } from '../../src/registry/redis-registry-store.ts';
 import { taggedPrefix, type RedisStoreOptions } from '../../src/storage/redis.ts';
@@ -54,6 +56,35 @@ return redis.call('TIME')[1] and 1`);
       expect(await declared.run(client, [`${prefix}a`, `${prefix}a:other`], [])).toBe(1);
     } finally {
       client.disconnect();
+    }
+  });
+});
+
+describe('the scripts outside the contract suites, under the check', () => {
+  it('the command rate limit takes and refuses within its declared bucket', async () => {
+    const limit = new RedisRateLimiter({ ...fresh(), perSecond: 0.001, burst: 1 });
+    await limit.open();
+    try {
+      await limit.take('alice');
+      await expect(limit.take('alice')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    } finally {
+      await limit.close();
+    }
+  });
+
+  it('the ingestion lease is held, refused to another holder and released within its declared key', async () => {
+    const options = fresh();
+    const [a, b] = [new RedisIngestionLeases(options), new RedisIngestionLeases(options)];
+    await a.open();
+    await b.open();
+    try {
+      expect(await a.hold('orders')).toBe(true);
+      expect(await b.hold('orders')).toBe(false);
+      await a.release('orders');
+      expect(await b.hold('orders')).toBe(true);
+    } finally {
+      await a.close();
+      await b.close();
     }
   });
 });
