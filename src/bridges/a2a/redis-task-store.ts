@@ -3,8 +3,10 @@
  * any replica answers `GetTask`/`ListTasks` for a task another one ran, and the per-principal
  * bounds hold across replicas. Keys (`P` = prefix, a task key is `{scope}\n{id}`):
  * - `P a2a:tasks` hash task key → task JSON (the SDK's codec); `P a2a:saved` sorted set of task keys
- *   by save number (`P a2a:seq`), for the `maxTasks` bound; `P a2a:expiry` sorted set by expiry
- *   (epoch ms); `P a2a:scope:{scope}` sorted set per caller, for listing;
+ *   by save number (`P a2a:seq`), for the `maxTasks` bound; `P a2a:claimed` the same for the keys
+ *   saved with an owner (fewer claimed than saved: an older gateway wrote keys without one, which
+ *   count toward `maxTasks` and are the first dropped to make room); `P a2a:expiry` sorted set by
+ *   expiry (epoch ms); `P a2a:scope:{scope}` sorted set per caller, for listing;
  * - `P a2a:owner` hash task key → principal; `P a2a:owned:{principal}` sorted set of its task keys
  *   by expiry, for `maxTasksPerPrincipal` and `tasksOf`;
  * - `P a2a:push:{task key}` hash config id → config JSON; `P a2a:pushexpiry` sorted set of task keys
@@ -19,14 +21,14 @@ import type { ServerCallContext } from '@a2a-js/sdk/server';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
-import { bound, ownerOf, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
+import { bound, ownerOf, tasksExhausted, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
 import { listPage, taskScope } from './task-list.ts';
 
 /** Where the store connects. */
 export type RedisTaskStoreOptions = RedisStoreOptions;
 
 /**
- * Lua shared by the scripts. KEYS[1..7]: tasks, saved, expiry, seq, owner, pushexpiry, (unused).
+ * Lua shared by the scripts. KEYS[1..7]: tasks, saved, expiry, seq, owner, pushexpiry, claimed.
  * ARGV[1] the key prefix of the store (`P a2a:`). Task keys are `{scope}\n{id}`.
  */
 const FORGET = `
@@ -45,6 +47,7 @@ local function forget(key)
   redis.call('HDEL', KEYS[1], key)
   redis.call('ZREM', KEYS[2], key)
   redis.call('ZREM', KEYS[3], key)
+  redis.call('ZREM', KEYS[7], key)
   if scope then redis.call('ZREM', P .. 'scope:' .. scope, key) end
   if owner then redis.call('ZREM', P .. 'owned:' .. owner, key) end
   forgetPush(key, owner)
@@ -62,35 +65,75 @@ end
 `;
 
 /**
- * Save ARGV[2] (task key) as ARGV[3] expiring at ARGV[4] for owner ARGV[6]; its push configs follow
- * the task's expiry; then drop what expired at ARGV[5], the owner's oldest beyond ARGV[8] and the
- * oldest overall beyond ARGV[7].
+ * Save ARGV[2] (task key) as ARGV[3] expiring at ARGV[4] for owner ARGV[6], unless it is new and
+ * the store is full of other owners' tasks (then nothing is saved: {'full', soonest expiry}). First
+ * drop what expired at ARGV[5]; room within ARGV[7] (`maxTasks`) comes from ownerless keys (written
+ * by an older gateway: no `owner` entry), oldest first, then the owner's own oldest; the owner's
+ * oldest beyond ARGV[8] (`maxTasksPerPrincipal`) go too. Its push configs follow the task's expiry.
  */
 const SAVE = new RedisScript(`${FORGET}
 local key, expiresAt, owner = ARGV[2], tonumber(ARGV[4]), ARGV[6]
+local maxTasks, perOwner = tonumber(ARGV[7]), tonumber(ARGV[8])
+local owned = P .. 'owned:' .. owner
+expire(ARGV[5])
+local isNew = redis.call('HEXISTS', KEYS[1], key) == 0
+local own = redis.call('ZCARD', owned)
+if redis.call('ZSCORE', owned, key) then own = own - 1 end
+local ownDrop = math.max(0, own + 1 - perOwner)
+local total = redis.call('ZCARD', KEYS[2])
+if isNew then total = total + 1 end
+local need = total - ownDrop - maxTasks
+local ownerless = {}
+-- Keys without an owner exist only when fewer keys are claimed than saved (an older gateway wrote
+-- them): only then walk the saved keys, oldest first, marking the owned ones met on the way.
+if need > 0 and redis.call('ZCARD', KEYS[2]) > redis.call('ZCARD', KEYS[7]) then
+  local from = 0
+  while #ownerless < need do
+    local batch = redis.call('ZRANGE', KEYS[2], from, from + 199, 'WITHSCORES')
+    if #batch == 0 then break end
+    for i = 1, #batch, 2 do
+      local k = batch[i]
+      if k ~= key and #ownerless < need then
+        if redis.call('HEXISTS', KEYS[5], k) == 0 then table.insert(ownerless, k)
+        else redis.call('ZADD', KEYS[7], batch[i + 1], k) end
+      end
+    end
+    from = from + 200
+  end
+end
+need = need - #ownerless
+local ownMore = math.max(0, math.min(need, own - ownDrop))
+if isNew and need - ownMore > 0 then
+  local soonest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  return {'full', soonest[2] or '0'}
+end
 local seq = redis.call('INCR', KEYS[4])
 local scope = string.match(key, '^(.*)\\n[^\\n]*$')
 redis.call('HSET', KEYS[1], key, ARGV[3])
 redis.call('ZADD', KEYS[2], seq, key)
+redis.call('ZADD', KEYS[7], seq, key)
 redis.call('ZADD', KEYS[3], expiresAt, key)
 redis.call('ZADD', P .. 'scope:' .. scope, seq, key)
 redis.call('HSET', KEYS[5], key, owner)
-redis.call('ZADD', P .. 'owned:' .. owner, expiresAt, key)
 local push = P .. 'push:' .. key
 if redis.call('EXISTS', push) == 1 then
   redis.call('ZADD', KEYS[6], 'GT', expiresAt, key)
   for _, id in ipairs(redis.call('HKEYS', push)) do redis.call('ZADD', P .. 'pushowned:' .. owner, 'GT', expiresAt, key .. '\\n' .. id) end
 end
-expire(ARGV[5])
-local own = redis.call('ZCARD', P .. 'owned:' .. owner) - tonumber(ARGV[8])
-if own > 0 then
-  for _, k in ipairs(redis.call('ZRANGE', P .. 'owned:' .. owner, 0, own - 1)) do forget(k) end
+redis.call('ZADD', owned, expiresAt, key)
+for _, k in ipairs(ownerless) do forget(k) end
+-- The owner's other keys, least recently saved first: by expiry, ties (saves in one ms) by save number.
+local drop = ownDrop + ownMore
+if drop > 0 then
+  local bound = redis.call('ZRANGE', owned, drop, drop, 'WITHSCORES')
+  local oldest = {}
+  for _, k in ipairs(redis.call('ZRANGEBYSCORE', owned, '-inf', bound[2])) do
+    if k ~= key then table.insert(oldest, { k, tonumber(redis.call('ZSCORE', KEYS[2], k) or '0') }) end
+  end
+  table.sort(oldest, function(a, b) return a[2] < b[2] end)
+  for i = 1, math.min(drop, #oldest) do forget(oldest[i][1]) end
 end
-local excess = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[7])
-if excess > 0 then
-  for _, k in ipairs(redis.call('ZRANGE', KEYS[2], 0, excess - 1)) do forget(k) end
-end
-return seq`);
+return 'saved'`);
 
 /**
  * Save push config ARGV[3] = ARGV[4] of task key ARGV[2] for owner ARGV[6] at time ARGV[5], expiring
@@ -135,7 +178,7 @@ export class RedisTaskStore implements GatewayTaskStore {
   readonly #options: RedisTaskStoreOptions;
   readonly #limits: TaskStoreLimits;
   readonly #prefix: string;
-  readonly #keys: { tasks: string; saved: string; expiry: string; seq: string; owner: string; pushExpiry: string };
+  readonly #keys: { tasks: string; saved: string; expiry: string; seq: string; owner: string; pushExpiry: string; claimed: string };
   #client: Redis | undefined;
 
   constructor(options: RedisTaskStoreOptions, limits: TaskStoreLimits) {
@@ -143,7 +186,7 @@ export class RedisTaskStore implements GatewayTaskStore {
     this.#limits = limits;
     const p = `${options.prefix}a2a:`;
     this.#prefix = p;
-    this.#keys = { tasks: `${p}tasks`, saved: `${p}saved`, expiry: `${p}expiry`, seq: `${p}seq`, owner: `${p}owner`, pushExpiry: `${p}pushexpiry` };
+    this.#keys = { tasks: `${p}tasks`, saved: `${p}saved`, expiry: `${p}expiry`, seq: `${p}seq`, owner: `${p}owner`, pushExpiry: `${p}pushexpiry`, claimed: `${p}claimed` };
   }
 
   /** Connects. Idempotent. */
@@ -151,15 +194,16 @@ export class RedisTaskStore implements GatewayTaskStore {
     this.#client ??= await connectStore(this.#options);
   }
 
-  /** Saves `task` for the caller's scope; drops expired tasks, the owner's oldest beyond `maxTasksPerPrincipal` and the oldest beyond `maxTasks`. */
+  /** Saves `task` for the caller's scope within the bounds, atomically (`SAVE`); a new task never evicts another principal's. */
   async save(task: Task, context: ServerCallContext): Promise<void> {
     const client = this.#connected();
     const now = this.#now();
     const key = `${taskScope(context)}\n${task.id}`;
     const json = JSON.stringify(Task.toJSON(task));
-    await whileRedisAnswers(STORE, () =>
+    const saved = await whileRedisAnswers(STORE, () =>
       SAVE.run(client, this.#scriptKeys(), [this.#prefix, key, json, now + this.#limits.ttlMs, now, ownerOf(context), this.#limits.maxTasks, bound(this.#limits.maxTasksPerPrincipal)]),
     );
+    if (Array.isArray(saved)) throw tasksExhausted(this.#limits.maxTasks, Number(saved[1]) - now);
   }
 
   /** The caller's task with this id, or undefined (unknown, another owner's, or expired). */
@@ -220,7 +264,7 @@ export class RedisTaskStore implements GatewayTaskStore {
 
   #scriptKeys(): string[] {
     const k = this.#keys;
-    return [k.tasks, k.saved, k.expiry, k.seq, k.owner, k.pushExpiry];
+    return [k.tasks, k.saved, k.expiry, k.seq, k.owner, k.pushExpiry, k.claimed];
   }
 
   #connected(): Redis {
