@@ -101,6 +101,9 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
         if (isProtoError(err)) {
           if (err.code === 'TASKS_EXHAUSTED') options.admission.refused('a2a.tasks', 'global');
           refusals.set(context, err);
+          // The SDK stored the message's push config first: without its task it would count toward
+          // the caller's a2a.maxPushConfigsPerPrincipal for a whole taskTtl.
+          await forgetPushConfigs(options.taskStore, task.id, context).catch(() => {});
         }
         throw err;
       }
@@ -203,6 +206,14 @@ async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpo
     return await writeStream(ctx, result, request.id, () => refusalOf(context));
   } finally {
     slot.release();
+  }
+}
+
+/** Deletes every push config of the caller's task `taskId`. */
+async function forgetPushConfigs(tasks: GatewayTaskStore, taskId: string, context: ServerCallContext): Promise<void> {
+  for (const json of await tasks.pushConfigs(taskId, context)) {
+    const id = (JSON.parse(json) as { id?: unknown }).id;
+    if (typeof id === 'string') await tasks.deletePushConfig(taskId, context, id);
   }
 }
 

@@ -208,6 +208,32 @@ describe('A2A task store full (a2a.maxTasks): another caller\'s task is never ev
     expect((await alice.getTask({ tenant: '', id: third.id, historyLength: 0 } as never)).id).toBe(third.id);
     expect(await metricValue(gw, 'proto_gateway_quota_refusals_total', { quota: 'a2a.tasks', limit: 'global' })).toBe(4);
   });
+
+  it('a refused message\'s push config is not kept: retrying while the store is full never uses up a2a.maxPushConfigsPerPrincipal', async () => {
+    const gw = await gateway('', ', maxTasks: 1, maxTasksPerPrincipal: 1, taskTtl: 1500ms, maxPushConfigsPerPrincipal: 1');
+    await newTask(await clientOf(gw, 'alice-key'));
+    // Bob retries with a push config until alice's task expires: each refused try stored a config first.
+    const attempt = () => getJson(`${gw.url}a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'x-api-key': 'bob-key' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] }, configuration: { taskPushNotificationConfig: { id: 'cfg', url: 'https://example.invalid/hook' } } } }),
+    });
+    const first = await attempt();
+    expect(first.status).toBe(503);
+    expect(first.body).toMatchObject({ error: { data: { code: 'TASKS_EXHAUSTED' } } });
+    const refusals = new Set<string>();
+    const accepted = await eventually(async () => {
+      const answer = await attempt();
+      if (answer.status !== 200) refusals.add(`${answer.status} ${answer.body.error?.data?.code}`);
+      return answer.status === 200 ? answer.body : undefined;
+    }, 20_000);
+    // Never 429 QUOTA_EXCEEDED for push configs that no task kept.
+    expect([...refusals]).toEqual(['503 TASKS_EXHAUSTED']);
+    const bob = await clientOf(gw, 'bob-key');
+    const taskId = accepted.result.task.id as string;
+    const configs = await bob.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 10, pageToken: '' } as never);
+    expect(JSON.stringify(configs)).toContain('https://example.invalid/hook');
+  });
 });
 
 describe('A2A push-notification configs (stored with the task, bounded)', () => {
