@@ -52,6 +52,11 @@ export const errorStatus = {
    * is 429 `TOO_MANY_STREAMS`).
    */
   STREAMS_EXHAUSTED: 503,
+  /**
+   * The A2A task store (`a2a.maxTasks`, every replica's) is full of other callers' tasks: a new task
+   * never evicts one, so overload, 503 with `Retry-After` (when the soonest task expires).
+   */
+  TASKS_EXHAUSTED: 503,
 } as const;
 
 /** A stable, machine-readable error code. */

@@ -6,7 +6,6 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { RedisTaskStore } from '../../src/bridges/a2a/redis-task-store.ts';
 import { RedisFollowStore } from '../../src/bridges/mcp/redis-follow-store.ts';
 import { RedisDeliveryRateLimit } from '../../src/bridges/webhooks/redis-delivery-rate-limit.ts';
 import { RedisSubscriptionStore } from '../../src/bridges/webhooks/redis-subscription-store.ts';
@@ -17,7 +16,6 @@ import { RedisEventLog } from '../../src/log/redis.ts';
 import { RedisRegistryStore } from '../../src/registry/redis-registry-store.ts';
 import { taggedPrefix, type RedisStoreOptions } from '../../src/storage/redis.ts';
 import { RedisScript } from '../../src/storage/redis-script.ts';
-import { taskStoreContract } from '../bridges/a2a/task-store-contract.ts';
 import { followStoreContract } from '../bridges/mcp/follow-store-contract.ts';
 import { deliveryRateLimitContract } from '../bridges/webhooks/delivery-rate-limit-contract.ts';
 import { subscriptionStoreContract } from '../bridges/webhooks/subscription-store-contract.ts';
@@ -97,4 +95,3 @@ registryStoreContract('redis (declared keys)', () => new RedisRegistryStore(fres
 subscriptionStoreContract('redis (declared keys)', () => new RedisSubscriptionStore(fresh()));
 deliveryRateLimitContract('redis (declared keys)', () => new RedisDeliveryRateLimit(fresh()));
 followStoreContract('redis (declared keys)', (limits) => new RedisFollowStore(fresh(), limits));
-taskStoreContract('redis (declared keys)', (limits) => new RedisTaskStore(fresh(), limits));

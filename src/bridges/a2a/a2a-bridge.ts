@@ -10,7 +10,8 @@
  * answer of `/a2a` is a JSON-RPC response object: the gateway's admission refusals (401, 403, 413,
  * 429, 503) keep their HTTP status with a JSON-RPC error body (`jsonRpcRefusal`: -32000, the
  * catalogue error as `data`), every other error is HTTP 200. A streaming answer holds a slot of the
- * shared stream pool while it is open.
+ * shared stream pool while it is open. A new task never evicts another caller's (503
+ * `TASKS_EXHAUSTED` when the task store is full of theirs).
  */
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
@@ -80,6 +81,8 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   // `access` list (it is everyone's); the extended card carries what its caller may use.
   const card = () => cardFor(NOBODY, config.a2a.publicSkills);
   const extendedCard = async (context: ServerCallContext) => cardFor((context.user as GatewayUser | undefined)?.principal ?? NOBODY);
+  // Refusals met inside the SDK's run of a call (a full task store), answered by the bridge.
+  const refusals = new WeakMap<ServerCallContext, ProtoError>();
   const executor = new CommandExecutor({
     commandOf: (type, caller) => {
       const entry = catalogue.byType(type);
@@ -89,6 +92,21 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     // The caller's grants go with the envelope: the pipeline applies `access` as for any front.
     submit: async (caller, envelope) => {
       await options.ingestion.submit({ principal: caller.id, caller, readBody: async () => envelope });
+    },
+    // A new task takes its room first: a store full of other callers' tasks is 503 TASKS_EXHAUSTED.
+    admit: async (task, context) => {
+      try {
+        await options.taskStore.save(task, context);
+      } catch (err) {
+        if (isProtoError(err)) {
+          if (err.code === 'TASKS_EXHAUSTED') options.admission.refused('a2a.tasks', 'global');
+          refusals.set(context, err);
+          // The SDK stored the message's push config first: without its task it would count toward
+          // the caller's a2a.maxPushConfigsPerPrincipal for a whole taskTtl.
+          await forgetPushConfigs(options.taskStore, task.id, context).catch(() => {});
+        }
+        throw err;
+      }
     },
     tail: options.tail,
     aliases: options.aliases,
@@ -117,7 +135,8 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);
-  const endpoint: Endpoint = { transport, handler, admission: options.admission, tasks: options.taskStore, pushStore, maxTasksPerPrincipal: config.a2a.maxTasksPerPrincipal };
+  const refusalOf = (context: ServerCallContext) => pushStore.refusalOf(context) ?? refusals.get(context);
+  const endpoint: Endpoint = { transport, handler, admission: options.admission, tasks: options.taskStore, refusalOf, maxTasksPerPrincipal: config.a2a.maxTasksPerPrincipal };
   const routes: Route[] = [
     { method: 'GET', path: `/${AGENT_CARD_PATH}`, public: true, handle: () => ({ status: 200, body: agentCardJson(card()) }) },
     {
@@ -155,7 +174,7 @@ function refusalReply(id: JsonRpcId, error: ProtoError): Reply {
 }
 
 async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpoint: Endpoint): Promise<Reply | undefined> {
-  const { transport, handler, admission, pushStore } = endpoint;
+  const { transport, handler, admission, refusalOf } = endpoint;
   const operation = a2aOperation(request.method);
   // An unknown method has no row: the SDK answers it "method not found".
   if (operation) admission.authorize(ctx.principal, operation);
@@ -170,8 +189,9 @@ async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpo
   }
   await checkTaskQuota(request, context, endpoint);
   const result = await transport.handle(request as unknown as Record<string, unknown>, context);
-  // A push-config bound refused inside the SDK (which reports it as an internal error): the gateway's refusal.
-  const refused = pushStore.refusalOf(context);
+  // A bound refused inside the SDK (a push-config bound, which it reports as an internal error; a
+  // full task store, which ends the call without a task): the gateway's refusal.
+  const refused = refusalOf(context);
   if (refused) throw refused;
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
   let slot;
@@ -183,9 +203,17 @@ async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpo
     throw err;
   }
   try {
-    return await writeStream(ctx, result, request.id, () => pushStore.refusalOf(context));
+    return await writeStream(ctx, result, request.id, () => refusalOf(context));
   } finally {
     slot.release();
+  }
+}
+
+/** Deletes every push config of the caller's task `taskId`. */
+async function forgetPushConfigs(tasks: GatewayTaskStore, taskId: string, context: ServerCallContext): Promise<void> {
+  for (const json of await tasks.pushConfigs(taskId, context)) {
+    const id = (JSON.parse(json) as { id?: unknown }).id;
+    if (typeof id === 'string') await tasks.deletePushConfig(taskId, context, id);
   }
 }
 
@@ -195,7 +223,8 @@ interface Endpoint {
   handler: TaskRequestHandler;
   admission: Admission;
   tasks: GatewayTaskStore;
-  pushStore: TaskStorePushConfigs;
+  /** The refusal a bound made inside the SDK's run of the call with this context, if any. */
+  refusalOf(context: ServerCallContext): ProtoError | undefined;
   maxTasksPerPrincipal: number;
 }
 
@@ -216,7 +245,9 @@ function oversizedPushConfig(request: JsonRpcRequest): string | undefined {
  * A message that would create a task (it names none) is refused with 429 `QUOTA_EXCEEDED` while
  * the caller keeps `a2a.maxTasksPerPrincipal` tasks (they go `a2a.taskTtl` after their last
  * update). Racing messages may pass together; the store then drops the caller's own oldest tasks,
- * never another caller's.
+ * never another caller's. A store full of other callers' tasks (`a2a.maxTasks`) is 503
+ * `TASKS_EXHAUSTED`, decided atomically by the store when the executor stores the new task, before
+ * its command runs.
  */
 async function checkTaskQuota(request: JsonRpcRequest, context: ServerCallContext, endpoint: Endpoint): Promise<void> {
   if (request.method !== 'SendMessage' && request.method !== 'SendStreamingMessage') return;
@@ -242,6 +273,11 @@ async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>,
     const refused = refusal();
     if (refused) return refusalReply(id, refused);
     return { status: 200, body: { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
+  }
+  if (first.done) {
+    // Ended before any answer: a refusal (a full task store) is answered as the gateway's.
+    const refused = refusal();
+    if (refused) return refusalReply(id, refused);
   }
   res.writeHead(200, SSE_HEADERS);
   try {

@@ -10,8 +10,8 @@
  *   same task (its `taskId` and `contextId`) with a command.
  */
 import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
-import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+import { Role, TaskState, type Message, type Part, type Task } from '@a2a-js/sdk';
+import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, type ServerCallContext } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
 import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
@@ -43,6 +43,11 @@ export interface CommandExecutorOptions {
   commands(caller: Principal): readonly SkillSource[];
   /** Submits a command envelope for `caller` (the ingestion pipeline, with its grants); throws catalogue `ProtoError`s. */
   submit(caller: Principal, envelope: Record<string, unknown>): Promise<void>;
+  /**
+   * Stores a new task before its command runs (the task store's bounds: a full store throws a
+   * catalogue `ProtoError`, and the task ends there, unpublished). Absent: the SDK stores it.
+   */
+  admit?(task: Task, context: ServerCallContext): Promise<void>;
   tail: LiveTail;
   aliases: AliasSource;
   /** `a2a.settle`, in ms. */
@@ -82,7 +87,19 @@ export class CommandExecutor implements AgentExecutor {
     const task = new TaskReporter(request, bus, this.#options.metrics);
     // The SDK hands over the user the bridge made; without one, the caller holds nothing.
     const caller = (request.context.user as GatewayUser | undefined)?.principal ?? NOBODY;
-    task.start(message);
+    const initial = task.initial(message);
+    if (request.task === undefined && this.#options.admit) {
+      // A new task takes its room in the store before anything runs; refused (a full store), the
+      // call ends without a task or a command, and the bridge answers the refusal.
+      try {
+        await this.#options.admit(initial, request.context);
+      } catch (err) {
+        if (!(err instanceof ProtoError)) throw err;
+        bus.finished();
+        return;
+      }
+    }
+    task.start(initial);
     if (!namesCommand(command)) {
       task.inputRequired(this.#guidance(caller, command === undefined ? 'This message has no data part.' : 'The data part has no "type".'));
       bus.finished();
@@ -278,14 +295,16 @@ class TaskReporter {
   /**
    * The task as the message leaves it: a new one SUBMITTED with the message as its history, or a
    * continued one WORKING on the message (empty history and artifacts: the stored ones are kept).
-   * Stored at once, so a further message finds it no longer waiting for input.
    */
-  start(message: Message): void {
+  initial(message: Message): Task {
     const { taskId, contextId, task } = this.#request;
     const status = this.#status(task === undefined ? TaskState.TASK_STATE_SUBMITTED : TaskState.TASK_STATE_WORKING);
-    this.#bus.publish(AgentEvent.task({
-      id: taskId, contextId, status, artifacts: [], history: task === undefined ? [message] : [], metadata: undefined,
-    }));
+    return { id: taskId, contextId, status, artifacts: [], history: task === undefined ? [message] : [], metadata: undefined };
+  }
+
+  /** Publishes the task as `initial` built it: stored at once, so a further message finds it no longer waiting for input. */
+  start(initial: Task): void {
+    this.#bus.publish(AgentEvent.task(initial));
   }
 
   /** The task waits for a message with a command; `parts` say what to send. */

@@ -44,7 +44,7 @@ export const a2aSection: ConfigSection<'a2a'> = {
       "maxTasks": {
         "type": "integer",
         "minimum": 1,
-        "description": "Tasks kept for GetTask and ListTasks at most; the oldest is dropped first. Default 10000.",
+        "description": "Tasks kept for GetTask and ListTasks at most, every replica's. A new task never evicts another principal's: when full it takes the place of an ownerless task (from an older gateway) or of the caller's own least recently updated one, else it is refused (503 TASKS_EXHAUSTED, Retry-After until the soonest task expires). Default 10000.",
         "default": 10000
       },
       "taskTtl": {

@@ -1,12 +1,13 @@
 /**
  * The A2A task store in memory: the SDK's `TaskStore` port, scoped by tenant and owner (the
- * authenticated principal), bounded (`a2a.maxTasks` overall, `a2a.maxTasksPerPrincipal` per
- * owner: the least recently saved task is dropped first) and expiring (`a2a.taskTtl` after a
- * task's last save), with each task's push configs kept and forgotten with it.
+ * authenticated principal), bounded (`a2a.maxTasksPerPrincipal` per owner: its least recently
+ * saved task is dropped first; `a2a.maxTasks` overall: a new task never evicts another owner's,
+ * see `TaskStoreLimits`) and expiring (`a2a.taskTtl` after a task's last save), with each task's
+ * push configs kept and forgotten with it.
  */
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import type { ListTasksRequest, ListTasksResponse, Task } from '@a2a-js/sdk';
-import { bound, ownerOf, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
+import { bound, ownerOf, tasksExhausted, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
 import { listPage, taskScope as scopeOf } from './task-list.ts';
 
 export type { TaskStoreLimits } from './open-task-store.ts';
@@ -37,19 +38,27 @@ export class MemoryTaskStore implements GatewayTaskStore {
     this.#limits = limits;
   }
 
-  /** Saves a copy of `task` for the caller's scope; drops the oldest when over `maxTasksPerPrincipal` or `maxTasks`. */
+  /** Saves a copy of `task` for the caller's scope within the bounds (`TaskStoreLimits.maxTasks`: never evicting another principal's task). */
   async save(task: Task, context: ServerCallContext): Promise<void> {
     const scope = scopeOf(context);
     const owner = ownerOf(context);
     const key = `${scope}\n${task.id}`;
-    const expiresAt = this.#now() + this.#limits.ttlMs;
+    const now = this.#now();
+    for (const [k, stored] of [...this.#tasks]) if (stored.expiresAt <= now) this.#forget(k);
+    const isNew = !this.#tasks.has(key);
+    // The caller's other tasks, least recently saved first: beyond its own cap they go; when the
+    // store is full one more of them makes room. Nothing here is anyone else's.
+    const own = [...this.#tasks].filter(([k, s]) => s.owner === owner && k !== key).map(([k]) => k);
+    const ownDrop = Math.max(0, own.length + 1 - bound(this.#limits.maxTasksPerPrincipal));
+    const need = this.#tasks.size + (isNew ? 1 : 0) - ownDrop - this.#limits.maxTasks;
+    const victims = own.slice(0, ownDrop + Math.max(0, need));
+    if (isNew && victims.length < ownDrop + need) throw tasksExhausted(this.#limits.maxTasks, this.#soonestExpiry() - now);
+    const expiresAt = now + this.#limits.ttlMs;
     this.#tasks.delete(key);
     this.#tasks.set(key, { task: structuredClone(task), scope, owner, expiresAt });
     const configs = this.#push.get(key);
     if (configs) configs.expiresAt = Math.max(configs.expiresAt, expiresAt);
-    const ownKeys = [...this.#tasks].filter(([, s]) => s.owner === owner).map(([k]) => k);
-    for (const oldest of ownKeys.slice(0, Math.max(0, ownKeys.length - bound(this.#limits.maxTasksPerPrincipal)))) this.#forget(oldest);
-    while (this.#tasks.size > this.#limits.maxTasks) this.#forget(this.#tasks.keys().next().value as string);
+    for (const victim of victims) this.#forget(victim);
   }
 
   /** The caller's task with this id, or undefined (unknown, another owner's, or expired). */
@@ -117,6 +126,13 @@ export class MemoryTaskStore implements GatewayTaskStore {
       if (entry?.owner === owner) held += entry.configs.size;
     }
     return held;
+  }
+
+  /** When the soonest live task expires (epoch ms). */
+  #soonestExpiry(): number {
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const stored of this.#tasks.values()) soonest = Math.min(soonest, stored.expiresAt);
+    return soonest;
   }
 
   #forget(key: string): void {

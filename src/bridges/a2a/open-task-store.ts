@@ -7,9 +7,12 @@
  * (forgotten when the task expires or is dropped; a config saved before its task, as `SendMessage`
  * does, expires `ttl` after its save unless the task's saves extend it), bounded per task and per
  * principal, and counts the tasks a principal keeps, so `a2a.maxTasksPerPrincipal` holds on every
- * replica (one contract suite, `test/bridges/a2a/task-store-contract.ts`).
+ * replica, and a new task never evicts another principal's (`a2a.maxTasks`: see `TaskStoreLimits`)
+ * (one contract suite, `test/bridges/a2a/task-store-contract.ts`).
  */
+import { ProtoError } from '../../errors.ts';
 import { redisStoreOptions } from '../../storage/redis.ts';
+import type { Task } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import type { StorageConfig } from '../../config/types.ts';
 import { MemoryTaskStore } from './memory-task-store.ts';
@@ -18,7 +21,12 @@ import { SqliteTaskStore } from './sqlite-task-store.ts';
 
 /** Limits of a task store. */
 export interface TaskStoreLimits {
-  /** Tasks kept at most; when full, the least recently saved one is dropped. */
+  /**
+   * Tasks kept at most. A new task never evicts another principal's unexpired task: when the store
+   * is full it takes the place of an ownerless task (written by an older gateway), oldest first,
+   * else of the caller's own least recently saved one; with neither, `save` throws 503
+   * `TASKS_EXHAUSTED` (`tasksExhausted`) and stores nothing.
+   */
   maxTasks: number;
   /** A task is forgotten this long after its last save, in ms. */
   ttlMs: number;
@@ -37,6 +45,12 @@ export type PushConfigSave = 'saved' | 'task-full' | 'principal-full';
 
 /** The gateway's task store: the SDK's port plus push configs kept with their task and per-principal counts. */
 export interface GatewayTaskStore extends TaskStore {
+  /**
+   * Creates or updates the caller's task: drops expired tasks, the caller's own oldest beyond
+   * `maxTasksPerPrincipal`, and makes room within `maxTasks` (ownerless, then own oldest), atomically;
+   * throws `tasksExhausted` (nothing stored) when a new task would have to evict another principal's.
+   */
+  save(task: Task, context: ServerCallContext): Promise<void>;
   open(): Promise<void>;
   /** Forgets nothing durable; closes connections. Idempotent. */
   close(): Promise<void>;
@@ -58,6 +72,20 @@ export function ownerOf(context: ServerCallContext): string {
 /** A bound that is absent is unbounded. */
 export function bound(value: number | undefined): number {
   return value ?? Number.MAX_SAFE_INTEGER;
+}
+
+/**
+ * The refusal of a new task by a store full of other principals' tasks: 503 `TASKS_EXHAUSTED`,
+ * `Retry-After` the seconds until the soonest task expires (`freesInMs`), at least 1.
+ */
+export function tasksExhausted(maxTasks: number, freesInMs: number): ProtoError {
+  const seconds = Math.max(1, Math.ceil(freesInMs / 1000));
+  return new ProtoError(
+    'TASKS_EXHAUSTED',
+    `the A2A task store holds a2a.maxTasks (${maxTasks}) tasks of other callers; the soonest is forgotten in ${seconds} s`,
+    { limit: 'a2a.maxTasks', max: maxTasks },
+    { 'Retry-After': String(seconds) },
+  );
 }
 
 /** Creates and opens the configured task store. */

@@ -3,17 +3,17 @@
  * any replica answers `GetTask`/`ListTasks` for a task another one ran, and the per-principal
  * bounds hold across replicas. Keys (`P` = prefix, a task key is `{scope}\n{id}`):
  * - `P a2a:tasks` hash task key → task JSON (the SDK's codec); `P a2a:saved` sorted set of task keys
- *   by save number (`P a2a:seq`), for the `maxTasks` bound; `P a2a:expiry` sorted set by expiry
- *   (epoch ms); `P a2a:scope:{scope}` sorted set per caller, for listing;
+ *   by save number (`P a2a:seq`), for the `maxTasks` bound; `P a2a:claimed` the same for the keys
+ *   saved with an owner (fewer claimed than saved: an older gateway wrote keys without one, which
+ *   count toward `maxTasks` and are the first dropped to make room); `P a2a:expiry` sorted set by
+ *   expiry (epoch ms); `P a2a:scope:{scope}` sorted set per caller, for listing;
  * - `P a2a:owner` hash task key → principal; `P a2a:owned:{principal}` sorted set of its task keys
  *   by expiry, for `maxTasksPerPrincipal` and `tasksOf`;
  * - `P a2a:push:{task key}` hash config id → config JSON; `P a2a:pushexpiry` sorted set of task keys
  *   by the expiry of their configs; `P a2a:pushowned:{principal}` sorted set of `{task key}\n{config id}`
  *   by expiry, for `maxPushConfigsPerPrincipal`.
  * A save (with its expiry, trims and the push configs following the task) is one Lua script, as is
- * a push-config save with its bounds. Every script declares every key it touches in `KEYS` (what
- * a save forgets is passed in, checked by the script: `SAVE`). Same limits as the other adapters,
- * same contract suite.
+ * a push-config save with its bounds. Same limits as the other adapters, same contract suite.
  */
 import type { Redis } from 'ioredis';
 import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
@@ -21,142 +21,135 @@ import type { ServerCallContext } from '@a2a-js/sdk/server';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
-import { bound, ownerOf, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
+import { bound, ownerOf, tasksExhausted, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
 import { listPage, taskScope } from './task-list.ts';
 
 /** Where the store connects. */
 export type RedisTaskStoreOptions = RedisStoreOptions;
 
 /**
- * Save ARGV[2] (task key) as ARGV[3] expiring at ARGV[4] for owner ARGV[6]; its push configs follow
- * the task's expiry; then drop what expired at ARGV[5], the owner's oldest beyond ARGV[8] and the
- * oldest overall beyond ARGV[7]. Declares every key it touches:
- * KEYS[1..6] tasks, saved, expiry, seq, owner, pushexpiry; KEYS[7..10] the task's scope set, its
- * owner's task set, its push configs and its owner's push set; then per task to forget (ARGV's
- * plan) its scope set, owner's task set, push configs and owner's push set, then per push-only entry
- * to forget its push configs and owner's push set.
- * The plan (ARGV[9] = n, n pairs task key/owner, then m, m pairs) is what the client was told to
- * forget: the script works it out again before writing anything and, when it differs (the first
- * call, or another replica changed the store), answers `{'plan', ...}` with the current one, and the
- * client runs it again with those keys. So what it forgets is decided and done in one script.
+ * Lua shared by the scripts. KEYS[1..7]: tasks, saved, expiry, seq, owner, pushexpiry, claimed.
+ * ARGV[1] the key prefix of the store (`P a2a:`). Task keys are `{scope}\n{id}`.
  */
-const SAVE = new RedisScript(`
-local key, expiresAt, owner, now = ARGV[2], tonumber(ARGV[4]), ARGV[6], ARGV[5]
-local gone, tasks, pushOnly = {}, {}, {}
-local function ownerOf(k)
-  if k == key then return owner end
-  return redis.call('HGET', KEYS[5], k) or ''
-end
-local function drop(k)
-  if gone[k] then return end
-  gone[k] = true
-  table.insert(tasks, k)
-  table.insert(tasks, ownerOf(k))
-end
-for _, k in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do if k ~= key then drop(k) end end
-for _, k in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)) do
-  if k ~= key and not gone[k] and redis.call('HEXISTS', KEYS[1], k) == 0 then
-    table.insert(pushOnly, k)
-    table.insert(pushOnly, redis.call('HGET', KEYS[5], k) or '')
-  end
-end
-local function oldest(set, count, lastKey, lastScore)
-  -- the first count members of set once the gone ones are out and key sits at lastScore (or last)
-  local removed = 0
-  for k in pairs(gone) do if k ~= key and redis.call('ZSCORE', set, k) then removed = removed + 1 end end
-  local rows = redis.call('ZRANGE', set, 0, count + removed, 'WITHSCORES')
-  local out, placed = {}, gone[key] ~= nil
-  for i = 1, #rows, 2 do
-    local k, score = rows[i], tonumber(rows[i + 1])
-    if k ~= key and not gone[k] then
-      if not placed and lastScore and (lastScore < score or (lastScore == score and key < k)) then table.insert(out, key) placed = true end
-      table.insert(out, k)
-    end
-  end
-  if not placed then table.insert(out, key) end
-  local firsts = {}
-  for i = 1, math.min(count, #out) do firsts[i] = out[i] end
-  return firsts
-end
-local function size(set, stale)
-  local n = redis.call('ZCARD', set)
-  if not redis.call('ZSCORE', set, key) then n = n + 1 end
-  for k in pairs(gone) do
-    if k ~= key and redis.call('ZSCORE', set, k) and not stale(k) then n = n - 1 end
-  end
-  if gone[key] then n = n - 1 end
-  return n
-end
-local own = size(KEYS[8], function(k) return ownerOf(k) ~= owner end) - tonumber(ARGV[8])
-if own > 0 then for _, k in ipairs(oldest(KEYS[8], own, key, expiresAt)) do drop(k) end end
-local excess = size(KEYS[2], function() return false end) - tonumber(ARGV[7])
-if excess > 0 then for _, k in ipairs(oldest(KEYS[2], excess, key, nil)) do drop(k) end end
-local planned, same = {}, true
-local n = tonumber(ARGV[9])
-local m = tonumber(ARGV[10 + 2 * n])
-if n * 2 ~= #tasks or m * 2 ~= #pushOnly then same = false end
-for i = 1, #tasks do if same and ARGV[9 + i] ~= tasks[i] then same = false end end
-for i = 1, #pushOnly do if same and ARGV[10 + 2 * n + i] ~= pushOnly[i] then same = false end end
-if not same then
-  local reply = {'plan', #tasks / 2}
-  for _, v in ipairs(tasks) do table.insert(reply, v) end
-  table.insert(reply, #pushOnly / 2)
-  for _, v in ipairs(pushOnly) do table.insert(reply, v) end
-  return reply
-end
-local seq = redis.call('INCR', KEYS[4])
-redis.call('HSET', KEYS[1], key, ARGV[3])
-redis.call('ZADD', KEYS[2], seq, key)
-redis.call('ZADD', KEYS[3], expiresAt, key)
-redis.call('ZADD', KEYS[7], seq, key)
-redis.call('HSET', KEYS[5], key, owner)
-redis.call('ZADD', KEYS[8], expiresAt, key)
-if redis.call('EXISTS', KEYS[9]) == 1 then
-  redis.call('ZADD', KEYS[6], 'GT', expiresAt, key)
-  for _, id in ipairs(redis.call('HKEYS', KEYS[9])) do redis.call('ZADD', KEYS[10], 'GT', expiresAt, key .. '\\n' .. id) end
-end
-local function forgetPush(k, hasOwner, push, pushOwned)
-  if hasOwner then
-    for _, id in ipairs(redis.call('HKEYS', push)) do redis.call('ZREM', pushOwned, k .. '\\n' .. id) end
+const FORGET = `
+local P = ARGV[1]
+local function forgetPush(key, owner)
+  local push = P .. 'push:' .. key
+  if owner then
+    for _, id in ipairs(redis.call('HKEYS', push)) do redis.call('ZREM', P .. 'pushowned:' .. owner, key .. '\\n' .. id) end
   end
   redis.call('DEL', push)
-  redis.call('ZREM', KEYS[6], k)
+  redis.call('ZREM', KEYS[6], key)
 end
-local base = 10
-for i = 1, n do
-  local k, kOwner = tasks[2 * i - 1], tasks[2 * i]
-  local at = base + 4 * (i - 1)
-  redis.call('HDEL', KEYS[1], k)
-  redis.call('ZREM', KEYS[2], k)
-  redis.call('ZREM', KEYS[3], k)
-  redis.call('ZREM', KEYS[at + 1], k)
-  if kOwner ~= '' then redis.call('ZREM', KEYS[at + 2], k) end
-  forgetPush(k, kOwner ~= '', KEYS[at + 3], KEYS[at + 4])
-  redis.call('HDEL', KEYS[5], k)
+local function forget(key)
+  local scope = string.match(key, '^(.*)\\n[^\\n]*$')
+  local owner = redis.call('HGET', KEYS[5], key)
+  redis.call('HDEL', KEYS[1], key)
+  redis.call('ZREM', KEYS[2], key)
+  redis.call('ZREM', KEYS[3], key)
+  redis.call('ZREM', KEYS[7], key)
+  if scope then redis.call('ZREM', P .. 'scope:' .. scope, key) end
+  if owner then redis.call('ZREM', P .. 'owned:' .. owner, key) end
+  forgetPush(key, owner)
+  redis.call('HDEL', KEYS[5], key)
 end
-base = base + 4 * n
-for i = 1, m do
-  local k, kOwner = pushOnly[2 * i - 1], pushOnly[2 * i]
-  forgetPush(k, kOwner ~= '', KEYS[base + 2 * i - 1], KEYS[base + 2 * i])
-  redis.call('HDEL', KEYS[5], k)
+local function expire(now)
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do forget(key) end
+  for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)) do
+    if redis.call('HEXISTS', KEYS[1], key) == 0 then
+      forgetPush(key, redis.call('HGET', KEYS[5], key))
+      redis.call('HDEL', KEYS[5], key)
+    end
+  end
 end
-return seq`);
+`;
+
+/**
+ * Save ARGV[2] (task key) as ARGV[3] expiring at ARGV[4] for owner ARGV[6], unless it is new and
+ * the store is full of other owners' tasks (then nothing is saved: {'full', soonest expiry}). First
+ * drop what expired at ARGV[5]; room within ARGV[7] (`maxTasks`) comes from ownerless keys (written
+ * by an older gateway: no `owner` entry), oldest first, then the owner's own oldest; the owner's
+ * oldest beyond ARGV[8] (`maxTasksPerPrincipal`) go too. Its push configs follow the task's expiry.
+ */
+const SAVE = new RedisScript(`${FORGET}
+local key, expiresAt, owner = ARGV[2], tonumber(ARGV[4]), ARGV[6]
+local maxTasks, perOwner = tonumber(ARGV[7]), tonumber(ARGV[8])
+local owned = P .. 'owned:' .. owner
+expire(ARGV[5])
+local isNew = redis.call('HEXISTS', KEYS[1], key) == 0
+local own = redis.call('ZCARD', owned)
+if redis.call('ZSCORE', owned, key) then own = own - 1 end
+local ownDrop = math.max(0, own + 1 - perOwner)
+local total = redis.call('ZCARD', KEYS[2])
+if isNew then total = total + 1 end
+local need = total - ownDrop - maxTasks
+local ownerless = {}
+-- Keys without an owner exist only when fewer keys are claimed than saved (an older gateway wrote
+-- them): only then walk the saved keys, oldest first, marking the owned ones met on the way.
+if need > 0 and redis.call('ZCARD', KEYS[2]) > redis.call('ZCARD', KEYS[7]) then
+  local from = 0
+  while #ownerless < need do
+    local batch = redis.call('ZRANGE', KEYS[2], from, from + 199, 'WITHSCORES')
+    if #batch == 0 then break end
+    for i = 1, #batch, 2 do
+      local k = batch[i]
+      if k ~= key and #ownerless < need then
+        if redis.call('HEXISTS', KEYS[5], k) == 0 then table.insert(ownerless, k)
+        else redis.call('ZADD', KEYS[7], batch[i + 1], k) end
+      end
+    end
+    from = from + 200
+  end
+end
+need = need - #ownerless
+local ownMore = math.max(0, math.min(need, own - ownDrop))
+if isNew and need - ownMore > 0 then
+  local soonest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+  return {'full', soonest[2] or '0'}
+end
+local seq = redis.call('INCR', KEYS[4])
+local scope = string.match(key, '^(.*)\\n[^\\n]*$')
+redis.call('HSET', KEYS[1], key, ARGV[3])
+redis.call('ZADD', KEYS[2], seq, key)
+redis.call('ZADD', KEYS[7], seq, key)
+redis.call('ZADD', KEYS[3], expiresAt, key)
+redis.call('ZADD', P .. 'scope:' .. scope, seq, key)
+redis.call('HSET', KEYS[5], key, owner)
+local push = P .. 'push:' .. key
+if redis.call('EXISTS', push) == 1 then
+  redis.call('ZADD', KEYS[6], 'GT', expiresAt, key)
+  for _, id in ipairs(redis.call('HKEYS', push)) do redis.call('ZADD', P .. 'pushowned:' .. owner, 'GT', expiresAt, key .. '\\n' .. id) end
+end
+redis.call('ZADD', owned, expiresAt, key)
+for _, k in ipairs(ownerless) do forget(k) end
+-- The owner's other keys, least recently saved first: by expiry, ties (saves in one ms) by save number.
+local drop = ownDrop + ownMore
+if drop > 0 then
+  local bound = redis.call('ZRANGE', owned, drop, drop, 'WITHSCORES')
+  local oldest = {}
+  for _, k in ipairs(redis.call('ZRANGEBYSCORE', owned, '-inf', bound[2])) do
+    if k ~= key then table.insert(oldest, { k, tonumber(redis.call('ZSCORE', KEYS[2], k) or '0') }) end
+  end
+  table.sort(oldest, function(a, b) return a[2] < b[2] end)
+  for i = 1, math.min(drop, #oldest) do forget(oldest[i][1]) end
+end
+return 'saved'`);
 
 /**
  * Save push config ARGV[3] = ARGV[4] of task key ARGV[2] for owner ARGV[6] at time ARGV[5], expiring
  * with its task (at ARGV[7] when the task is not saved yet); refuse beyond ARGV[8] per task or
- * ARGV[9] per owner. Declares every key: KEYS[1..6] as `SAVE`'s, KEYS[7] the task's push configs,
- * KEYS[8] the owner's, KEYS[9] those of the task's recorded owner ARGV[10] ('' = none, KEYS[9] then
- * unused), read before the script; 'retry' when that owner changed meanwhile.
+ * ARGV[9] per owner. Declares every key: KEYS[1..7] as `SAVE`'s, KEYS[8] the task's push configs,
+ * KEYS[9] the owner's, KEYS[10] those of the task's recorded owner ARGV[10] ('' = none, KEYS[10]
+ * then unused), read before the script; 'retry' when that owner changed meanwhile.
  */
 const SAVE_PUSH = new RedisScript(`
 local key, id, now, owner = ARGV[2], ARGV[3], tonumber(ARGV[5]), ARGV[6]
-local push, owned = KEYS[7], KEYS[8]
+local push, owned = KEYS[8], KEYS[9]
 if (redis.call('HGET', KEYS[5], key) or '') ~= ARGV[10] then return 'retry' end
 local pushExpiry = redis.call('ZSCORE', KEYS[6], key)
 if pushExpiry and tonumber(pushExpiry) <= now then
   if ARGV[10] ~= '' then
-    for _, config in ipairs(redis.call('HKEYS', push)) do redis.call('ZREM', KEYS[9], key .. '\\n' .. config) end
+    for _, config in ipairs(redis.call('HKEYS', push)) do redis.call('ZREM', KEYS[10], key .. '\\n' .. config) end
   end
   redis.call('DEL', push)
   redis.call('ZREM', KEYS[6], key)
@@ -190,7 +183,7 @@ export class RedisTaskStore implements GatewayTaskStore {
   readonly #options: RedisTaskStoreOptions;
   readonly #limits: TaskStoreLimits;
   readonly #prefix: string;
-  readonly #keys: { tasks: string; saved: string; expiry: string; seq: string; owner: string; pushExpiry: string };
+  readonly #keys: { tasks: string; saved: string; expiry: string; seq: string; owner: string; pushExpiry: string; claimed: string };
   #client: Redis | undefined;
 
   constructor(options: RedisTaskStoreOptions, limits: TaskStoreLimits) {
@@ -198,7 +191,7 @@ export class RedisTaskStore implements GatewayTaskStore {
     this.#limits = limits;
     const p = `${options.prefix}a2a:`;
     this.#prefix = p;
-    this.#keys = { tasks: `${p}tasks`, saved: `${p}saved`, expiry: `${p}expiry`, seq: `${p}seq`, owner: `${p}owner`, pushExpiry: `${p}pushexpiry` };
+    this.#keys = { tasks: `${p}tasks`, saved: `${p}saved`, expiry: `${p}expiry`, seq: `${p}seq`, owner: `${p}owner`, pushExpiry: `${p}pushexpiry`, claimed: `${p}claimed` };
   }
 
   /** Connects. Idempotent. */
@@ -206,24 +199,16 @@ export class RedisTaskStore implements GatewayTaskStore {
     this.#client ??= await connectStore(this.#options);
   }
 
-  /** Saves `task` for the caller's scope; drops expired tasks, the owner's oldest beyond `maxTasksPerPrincipal` and the oldest beyond `maxTasks`. */
+  /** Saves `task` for the caller's scope within the bounds, atomically (`SAVE`); a new task never evicts another principal's. */
   async save(task: Task, context: ServerCallContext): Promise<void> {
     const client = this.#connected();
     const now = this.#now();
     const key = `${taskScope(context)}\n${task.id}`;
     const json = JSON.stringify(Task.toJSON(task));
-    const owner = ownerOf(context);
-    const own = [`${this.#prefix}scope:${taskScope(context)}`, `${this.#prefix}owned:${owner}`, `${this.#prefix}push:${key}`, `${this.#prefix}pushowned:${owner}`];
-    const args = [this.#prefix, key, json, now + this.#limits.ttlMs, now, owner, this.#limits.maxTasks, bound(this.#limits.maxTasksPerPrincipal)];
-    let plan: { tasks: string[]; pushOnly: string[] } = { tasks: [], pushOnly: [] };
-    for (;;) {
-      const keys = [...this.#scriptKeys(), ...own, ...this.#planKeys(plan)];
-      const planArgs = [plan.tasks.length / 2, ...plan.tasks, plan.pushOnly.length / 2, ...plan.pushOnly];
-      const reply = await whileRedisAnswers(STORE, () => SAVE.run(client, keys, [...args, ...planArgs]));
-      if (!Array.isArray(reply)) return;
-      const n = Number(reply[1]);
-      plan = { tasks: reply.slice(2, 2 + 2 * n).map(String), pushOnly: reply.slice(3 + 2 * n).map(String) };
-    }
+    const saved = await whileRedisAnswers(STORE, () =>
+      SAVE.run(client, this.#scriptKeys(), [this.#prefix, key, json, now + this.#limits.ttlMs, now, ownerOf(context), this.#limits.maxTasks, bound(this.#limits.maxTasksPerPrincipal)]),
+    );
+    if (Array.isArray(saved)) throw tasksExhausted(this.#limits.maxTasks, Number(saved[1]) - now);
   }
 
   /** The caller's task with this id, or undefined (unknown, another owner's, or expired). */
@@ -288,22 +273,9 @@ export class RedisTaskStore implements GatewayTaskStore {
     if (client) await closeRedis(client);
   }
 
-  /** The keys SAVE touches to forget `plan`'s tasks (scope set, owner's tasks, push configs, owner's push set) and push-only entries. */
-  #planKeys(plan: { tasks: string[]; pushOnly: string[] }): string[] {
-    const p = this.#prefix;
-    const keys: string[] = [];
-    for (let i = 0; i < plan.tasks.length; i += 2) {
-      const [task, owner] = [plan.tasks[i]!, plan.tasks[i + 1]!];
-      const scope = task.slice(0, task.lastIndexOf('\n'));
-      keys.push(`${p}scope:${scope}`, `${p}owned:${owner}`, `${p}push:${task}`, `${p}pushowned:${owner}`);
-    }
-    for (let i = 0; i < plan.pushOnly.length; i += 2) keys.push(`${p}push:${plan.pushOnly[i]!}`, `${p}pushowned:${plan.pushOnly[i + 1]!}`);
-    return keys;
-  }
-
   #scriptKeys(): string[] {
     const k = this.#keys;
-    return [k.tasks, k.saved, k.expiry, k.seq, k.owner, k.pushExpiry];
+    return [k.tasks, k.saved, k.expiry, k.seq, k.owner, k.pushExpiry, k.claimed];
   }
 
   #connected(): Redis {

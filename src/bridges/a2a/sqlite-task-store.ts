@@ -2,7 +2,8 @@
  * The A2A task store in SQLite (`storage.driver: sqlite`): tables `a2a_tasks` and `a2a_push` in the
  * gateway's database file, through a connection of its own, so a restarted gateway still answers
  * `GetTask` and still posts to a task's push configs. Same limits as the memory store: at most
- * `maxTasks` (and `maxTasksPerPrincipal` per owner; the least recently saved dropped first),
+ * `maxTasksPerPrincipal` per owner (its least recently saved dropped first) and `maxTasks` overall
+ * (a new task never evicts another owner's: see `TaskStoreLimits`),
  * forgotten `ttl` after a task's last save, push configs bounded per task and per owner and
  * forgotten with their task. Tasks and configs are stored as A2A JSON (the SDK's codec).
  */
@@ -10,7 +11,7 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import { SqliteHandle } from '../../storage/sqlite.ts';
-import { bound, ownerOf, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
+import { bound, ownerOf, tasksExhausted, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
 import { listPage, taskScope } from './task-list.ts';
 
 const SCHEMA = `
@@ -45,16 +46,23 @@ function migrate(db: DatabaseSync): void {
   db.exec('CREATE INDEX IF NOT EXISTS a2a_tasks_owner ON a2a_tasks (owner, seq)');
 }
 
+/** A task row to drop. */
+type Victim = { scope: string; id: string };
+
 interface Statements {
   upsert: StatementSync;
   load: StatementSync;
   byScope: StatementSync;
   expire: StatementSync;
   expirePush: StatementSync;
-  trim: StatementSync;
-  trimPush: StatementSync;
-  trimOwner: StatementSync;
-  trimOwnerPush: StatementSync;
+  exists: StatementSync;
+  count: StatementSync;
+  ownOthers: StatementSync;
+  oldestOwn: StatementSync;
+  oldestOwnerless: StatementSync;
+  soonest: StatementSync;
+  forget: StatementSync;
+  forgetPush: StatementSync;
   followTask: StatementSync;
   owned: StatementSync;
   pushOfTask: StatementSync;
@@ -83,23 +91,39 @@ export class SqliteTaskStore implements GatewayTaskStore {
     this.#sqlite.open();
   }
 
-  /** Saves `task` for the caller's scope; drops expired tasks, the owner's oldest beyond `maxTasksPerPrincipal` and the oldest beyond `maxTasks`. */
+  /**
+   * Saves `task` for the caller's scope in one transaction: drops expired tasks, the owner's oldest
+   * beyond `maxTasksPerPrincipal`, and makes room within `maxTasks` from ownerless rows (written
+   * before the owner column), then the owner's own oldest; never another owner's (else 503).
+   */
   async save(task: Task, context: ServerCallContext): Promise<void> {
     const now = this.#now();
     const scope = taskScope(context);
     const owner = ownerOf(context);
     const expiresAt = now + this.#limits.ttlMs;
-    this.#sqlite.transaction((sql) => {
-      sql.upsert.run(scope, task.id, JSON.stringify(Task.toJSON(task)), expiresAt, owner);
-      sql.followTask.run(expiresAt, scope, task.id);
+    const json = JSON.stringify(Task.toJSON(task));
+    const full = this.#sqlite.transaction((sql) => {
       sql.expire.run(now);
       sql.expirePush.run(now);
-      const perOwner = bound(this.#limits.maxTasksPerPrincipal);
-      sql.trimOwnerPush.run(owner, owner, perOwner);
-      sql.trimOwner.run(owner, owner, perOwner);
-      sql.trimPush.run(this.#limits.maxTasks);
-      sql.trim.run(this.#limits.maxTasks);
+      const isNew = sql.exists.get(scope, task.id) === undefined;
+      const total = (sql.count.get() as { n: number }).n + (isNew ? 1 : 0);
+      const own = (sql.ownOthers.get(owner, scope, task.id) as { n: number }).n;
+      const ownDrop = Math.max(0, own + 1 - bound(this.#limits.maxTasksPerPrincipal));
+      let need = total - ownDrop - this.#limits.maxTasks;
+      const ownerless = need > 0 ? (sql.oldestOwnerless.all(need) as Victim[]) : [];
+      need -= ownerless.length;
+      const ownMore = Math.max(0, Math.min(need, own - ownDrop));
+      if (isNew && need - ownMore > 0) return (sql.soonest.get() as { at: number }).at;
+      const victims = [...ownerless, ...(sql.oldestOwn.all(owner, scope, task.id, ownDrop + ownMore) as Victim[])];
+      sql.upsert.run(scope, task.id, json, expiresAt, owner);
+      sql.followTask.run(expiresAt, scope, task.id);
+      for (const victim of victims) {
+        sql.forgetPush.run(victim.scope, victim.id);
+        sql.forget.run(victim.scope, victim.id);
+      }
+      return undefined;
     });
+    if (full !== undefined) throw tasksExhausted(this.#limits.maxTasks, full - now);
   }
 
   /** The caller's task with this id, or undefined (unknown, another owner's, or expired). */
@@ -167,17 +191,15 @@ function prepare(db: DatabaseSync): Statements {
     expire: db.prepare('DELETE FROM a2a_tasks WHERE expires_at <= ?'),
     // A task's configs expire with it (their expiry follows the task's saves); one saved before its task lives its own ttl.
     expirePush: db.prepare('DELETE FROM a2a_push WHERE expires_at <= ?'),
-    // Keeps the `maxTasks` most recently saved: drops from the (maxTasks+1)-th newest down, configs first.
-    trim: db.prepare('DELETE FROM a2a_tasks WHERE seq <= (SELECT seq FROM a2a_tasks ORDER BY seq DESC LIMIT 1 OFFSET ?)'),
-    trimPush: db.prepare(
-      `DELETE FROM a2a_push WHERE (scope, task_id) IN
-         (SELECT scope, id FROM a2a_tasks WHERE seq <= (SELECT seq FROM a2a_tasks ORDER BY seq DESC LIMIT 1 OFFSET ?))`,
-    ),
-    trimOwner: db.prepare('DELETE FROM a2a_tasks WHERE owner = ? AND seq <= (SELECT seq FROM a2a_tasks WHERE owner = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)'),
-    trimOwnerPush: db.prepare(
-      `DELETE FROM a2a_push WHERE (scope, task_id) IN
-         (SELECT scope, id FROM a2a_tasks WHERE owner = ? AND seq <= (SELECT seq FROM a2a_tasks WHERE owner = ? ORDER BY seq DESC LIMIT 1 OFFSET ?))`,
-    ),
+    exists: db.prepare('SELECT 1 FROM a2a_tasks WHERE scope = ? AND id = ?'),
+    count: db.prepare('SELECT COUNT(*) AS n FROM a2a_tasks'),
+    ownOthers: db.prepare('SELECT COUNT(*) AS n FROM a2a_tasks WHERE owner = ? AND NOT (scope = ? AND id = ?)'),
+    oldestOwn: db.prepare('SELECT scope, id FROM a2a_tasks WHERE owner = ? AND NOT (scope = ? AND id = ?) ORDER BY seq LIMIT ?'),
+    // Rows written before the owner column are nobody's: the first to make room.
+    oldestOwnerless: db.prepare(`SELECT scope, id FROM a2a_tasks WHERE owner = '' ORDER BY seq LIMIT ?`),
+    soonest: db.prepare('SELECT MIN(expires_at) AS at FROM a2a_tasks'),
+    forget: db.prepare('DELETE FROM a2a_tasks WHERE scope = ? AND id = ?'),
+    forgetPush: db.prepare('DELETE FROM a2a_push WHERE scope = ? AND task_id = ?'),
     followTask: db.prepare('UPDATE a2a_push SET expires_at = MAX(expires_at, ?) WHERE scope = ? AND task_id = ?'),
     owned: db.prepare('SELECT COUNT(*) AS n FROM a2a_tasks WHERE owner = ? AND expires_at > ?'),
     pushOfTask: db.prepare('SELECT COUNT(*) AS n FROM a2a_push WHERE scope = ? AND task_id = ? AND expires_at > ?'),

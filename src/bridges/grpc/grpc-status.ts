@@ -31,6 +31,7 @@ const BY_CODE: Partial<Record<ErrorCode, status>> = {
   BACKEND_UNAVAILABLE: status.UNAVAILABLE,
   NOT_READY: status.UNAVAILABLE,
   STREAMS_EXHAUSTED: status.UNAVAILABLE,
+  TASKS_EXHAUSTED: status.UNAVAILABLE,
 };
 
 /**

@@ -178,6 +178,64 @@ describe('A2A tasks per principal (a2a.maxTasksPerPrincipal)', () => {
   });
 });
 
+describe('A2A task store full (a2a.maxTasks): another caller\'s task is never evicted', () => {
+  it('with a2a.maxTasks 2 held by alice, bob\'s new task is HTTP 503 TASKS_EXHAUSTED with Retry-After (SendMessage and SendStreamingMessage), alice\'s tasks stay, and alice makes room from her own oldest', async () => {
+    const gw = await gateway('', ', maxTasks: 2, maxTasksPerPrincipal: 3');
+    const alice = await clientOf(gw, 'alice-key');
+    const first = await newTask(alice);
+    const second = await newTask(alice);
+    const bob = await clientOf(gw, 'bob-key');
+    expect(await thrown(bob.sendMessage(send()))).toMatchObject({ envelopeCode: -32000, data: { code: 'TASKS_EXHAUSTED', details: { limit: 'a2a.maxTasks', max: 2 } } });
+    expect(await thrown(drain(bob.sendMessageStream(send())))).toMatchObject({ envelopeCode: -32000, data: { code: 'TASKS_EXHAUSTED' } });
+    for (const method of ['SendMessage', 'SendStreamingMessage']) {
+      const raw = await fetch(`${gw.url}a2a`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'a2a-version': '1.0', 'x-api-key': 'bob-key' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method, params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { type: 'PlaceOrder', data: {} } }] } } }),
+      });
+      expect(raw.status).toBe(503);
+      // The soonest task is forgotten a2a.taskTtl (24h) after its last update.
+      expect(Number(raw.headers.get('retry-after'))).toBeGreaterThan(86_000);
+      expect(await raw.json()).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32000, data: { code: 'TASKS_EXHAUSTED' } } });
+    }
+    const listed = await bob.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 10, pageToken: '', historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: false } as never);
+    expect(listed.tasks).toHaveLength(0);
+    expect((await alice.getTask({ tenant: '', id: first.id, historyLength: 0 } as never)).id).toBe(first.id);
+    // Alice's third task takes the place of her own oldest, never of anyone else's.
+    const third = await newTask(alice);
+    expect(await thrown(alice.getTask({ tenant: '', id: first.id, historyLength: 0 } as never))).toMatchObject({ message: expect.stringMatching(/not found/i) });
+    expect((await alice.getTask({ tenant: '', id: second.id, historyLength: 0 } as never)).id).toBe(second.id);
+    expect((await alice.getTask({ tenant: '', id: third.id, historyLength: 0 } as never)).id).toBe(third.id);
+    expect(await metricValue(gw, 'proto_gateway_quota_refusals_total', { quota: 'a2a.tasks', limit: 'global' })).toBe(4);
+  });
+
+  it('a refused message\'s push config is not kept: retrying while the store is full never uses up a2a.maxPushConfigsPerPrincipal', async () => {
+    const gw = await gateway('', ', maxTasks: 1, maxTasksPerPrincipal: 1, taskTtl: 1500ms, maxPushConfigsPerPrincipal: 1');
+    await newTask(await clientOf(gw, 'alice-key'));
+    // Bob retries with a push config until alice's task expires: each refused try stored a config first.
+    const attempt = () => getJson(`${gw.url}a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'x-api-key': 'bob-key' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] }, configuration: { taskPushNotificationConfig: { id: 'cfg', url: 'https://example.invalid/hook' } } } }),
+    });
+    const first = await attempt();
+    expect(first.status).toBe(503);
+    expect(first.body).toMatchObject({ error: { data: { code: 'TASKS_EXHAUSTED' } } });
+    const refusals = new Set<string>();
+    const accepted = await eventually(async () => {
+      const answer = await attempt();
+      if (answer.status !== 200) refusals.add(`${answer.status} ${answer.body.error?.data?.code}`);
+      return answer.status === 200 ? answer.body : undefined;
+    }, 20_000);
+    // Never 429 QUOTA_EXCEEDED for push configs that no task kept.
+    expect([...refusals]).toEqual(['503 TASKS_EXHAUSTED']);
+    const bob = await clientOf(gw, 'bob-key');
+    const taskId = accepted.result.task.id as string;
+    const configs = await bob.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 10, pageToken: '' } as never);
+    expect(JSON.stringify(configs)).toContain('https://example.invalid/hook');
+  });
+});
+
 describe('A2A push-notification configs (stored with the task, bounded)', () => {
   it('at most a2a.maxPushConfigsPerTask per task and a2a.maxPushConfigsPerPrincipal per key (429 QUOTA_EXCEEDED); a replacement is no new one; another key is unaffected', async () => {
     const gw = await gateway('', ', maxPushConfigsPerTask: 2, maxPushConfigsPerPrincipal: 3');

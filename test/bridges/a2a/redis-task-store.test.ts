@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { RedisTaskStore } from '../../../src/bridges/a2a/redis-task-store.ts';
 import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
@@ -49,6 +50,53 @@ describe('RedisTaskStore across replicas', () => {
     } finally {
       await one.close();
       await two.close();
+    }
+  });
+
+  it('a full store refuses new tasks atomically across replicas: of ten callers racing for the last room one gets it, nobody\'s task is evicted', async () => {
+    const prefix = randomPrefix();
+    const limits = { maxTasks: 2, ttlMs: 60_000 };
+    const one = new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits);
+    const two = deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), prefix);
+    await one.open();
+    await two.open();
+    try {
+      await one.save(task('b1'), caller('bob'));
+      const racers = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? one : two).save(task(`r${i}`), caller(`racer-${i}`)));
+      const outcomes = await Promise.allSettled(racers);
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+      for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ code: 'TASKS_EXHAUSTED' });
+      expect(await two.load('b1', caller('bob'))).toBeDefined();
+    } finally {
+      await one.close();
+      await two.close();
+    }
+  });
+
+  it('tasks written without an owner (an older gateway) count toward maxTasks and are the first dropped to make room; owned keys not yet marked are not mistaken for them', async () => {
+    const prefix = randomPrefix();
+    const store = deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, { maxTasks: 2, ttlMs: 60_000 }), prefix);
+    const redis = new Redis(SHARED_REDIS_URL);
+    await store.open();
+    try {
+      await store.save(task('old'), caller('legacy'));
+      await store.save(task('b1'), caller('bob'));
+      // What an older gateway left: 'old' without an owner; 'b1' owned, but written before owned keys were marked.
+      await redis.hdel(`${prefix}a2a:owner`, '\nlegacy\nold');
+      await redis.del(`${prefix}a2a:owned:legacy`);
+      await redis.zrem(`${prefix}a2a:claimed`, '\nlegacy\nold', '\nbob\nb1');
+      // Full (the ownerless task counts): a new caller's task takes the ownerless one's place, not bob's.
+      await store.save(task('m1'), caller('mallory'));
+      expect(await store.load('old', caller('legacy'))).toBeUndefined();
+      expect(await store.load('b1', caller('bob'))).toBeDefined();
+      expect(await store.load('m1', caller('mallory'))).toBeDefined();
+      // No ownerless task left: the next caller is refused, and bob's key is marked owned again.
+      await expect(store.save(task('e1'), caller('eve'))).rejects.toMatchObject({ code: 'TASKS_EXHAUSTED' });
+      expect(await redis.zscore(`${prefix}a2a:claimed`, '\nbob\nb1')).not.toBeNull();
+      expect(await store.load('b1', caller('bob'))).toBeDefined();
+    } finally {
+      redis.disconnect();
+      await store.close();
     }
   });
 });

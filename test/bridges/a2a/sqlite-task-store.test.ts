@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { Task } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
 import { SqliteTaskStore } from '../../../src/bridges/a2a/sqlite-task-store.ts';
 import { tempDir } from '../../support/gateway.ts';
@@ -37,5 +38,26 @@ describe('SqliteTaskStore across a restart', () => {
     expect(await again.pushConfigs('t1', caller('alice'))).toEqual(['{"id":"c1"}']);
     expect(await again.tasksOf(caller('alice'))).toBe(1);
     await again.close();
+  });
+
+  it('rows written before the owner column count toward maxTasks and are the first dropped to make room; another owner\'s never', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE a2a_tasks (scope TEXT NOT NULL, id TEXT NOT NULL, task TEXT NOT NULL, seq INTEGER NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (scope, id))`);
+    old.prepare('INSERT INTO a2a_tasks VALUES (?, ?, ?, 1, ?)').run('\nlegacy', 'old', JSON.stringify(Task.toJSON(task('old'))), Date.now() + 60_000);
+    old.close();
+    const store = new SqliteTaskStore(path, { maxTasks: 2, ttlMs: 60_000 });
+    await store.open();
+    try {
+      expect(await store.load('old', caller('legacy'))).toBeDefined();
+      await store.save(task('b1'), caller('bob'));
+      await store.save(task('m1'), caller('mallory'));
+      expect(await store.load('old', caller('legacy'))).toBeUndefined();
+      expect(await store.load('b1', caller('bob'))).toBeDefined();
+      await expect(store.save(task('e1'), caller('eve'))).rejects.toMatchObject({ code: 'TASKS_EXHAUSTED' });
+      expect(await store.load('m1', caller('mallory'))).toBeDefined();
+    } finally {
+      await store.close();
+    }
   });
 });

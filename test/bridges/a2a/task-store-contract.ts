@@ -81,6 +81,48 @@ export function taskStoreContract(name: string, make: (limits: TaskStoreLimits) 
       expect(await s.load('c', caller('alice'))).toBeDefined();
     });
 
+    it('never evicts another principal\'s task: a new task in a full store is refused 503 TASKS_EXHAUSTED with Retry-After, nothing stored', async () => {
+      const s = await store({ maxTasks: 3, ttlMs: 10_000 });
+      await s.save(task('b1'), caller('bob'));
+      now = T0 + 1000;
+      await s.save(task('b2'), caller('bob'));
+      await s.save(task('c1'), caller('carol'));
+      now = T0 + 2500;
+      const refusal = await s.save(task('m1'), caller('mallory')).then(() => undefined, (err: unknown) => err);
+      expect(refusal).toMatchObject({ code: 'TASKS_EXHAUSTED', status: 503, details: { limit: 'a2a.maxTasks', max: 3 } });
+      // b1 is forgotten at T0 + 10 s: 7.5 s from now, so retry after 8.
+      expect((refusal as { headers: Record<string, string> }).headers['Retry-After']).toBe('8');
+      expect(await s.load('m1', caller('mallory'))).toBeUndefined();
+      expect(await s.tasksOf(caller('mallory'))).toBe(0);
+      for (const [id, who] of [['b1', 'bob'], ['b2', 'bob'], ['c1', 'carol']]) expect(await s.load(id, caller(who))).toBeDefined();
+      // Updating a task already kept is never refused.
+      await s.save(task('b1', TaskState.TASK_STATE_COMPLETED), caller('bob'));
+      expect((await s.load('b1', caller('bob')))?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      // A caller with tasks of its own makes room from its own oldest, not another's.
+      await s.save(task('c2'), caller('carol'));
+      expect(await s.load('c1', caller('carol'))).toBeUndefined();
+      expect(await s.load('c2', caller('carol'))).toBeDefined();
+      expect(await s.tasksOf(caller('bob'))).toBe(2);
+      // Once a task expires there is room again (b2 at T0 + 11 s, b1 updated at T0 + 2.5 s: 12.5 s).
+      now = T0 + 11_000;
+      await s.save(task('m1'), caller('mallory'));
+      expect(await s.load('m1', caller('mallory'))).toBeDefined();
+      expect(await s.load('b1', caller('bob'))).toBeDefined();
+    });
+
+    it('a full store refuses in another tenant too, and a refused task leaves the per-principal count as it was', async () => {
+      const s = await store({ maxTasks: 2, maxTasksPerPrincipal: 2 });
+      await s.save(task('a1'), caller('alice', 'tenant-x'));
+      await s.save(task('b1'), caller('bob'));
+      await expect(s.save(task('b2'), caller('bob', 'tenant-y'))).resolves.toBeUndefined();
+      // bob made room from its own oldest (b1); alice's task stays.
+      expect(await s.load('b1', caller('bob'))).toBeUndefined();
+      expect(await s.load('a1', caller('alice', 'tenant-x'))).toBeDefined();
+      await expect(s.save(task('c1'), caller('carol', 'tenant-x'))).rejects.toMatchObject({ code: 'TASKS_EXHAUSTED' });
+      expect(await s.tasksOf(caller('carol'))).toBe(0);
+      expect(await s.tasksOf(caller('bob'))).toBe(1);
+    });
+
     it('expires a task ttl after its last save', async () => {
       const s = await store({ ttlMs: 1000 });
       await s.save(task('t1'), caller('alice'));
