@@ -45,6 +45,8 @@ export interface A2aBridgeOptions {
   tokenUrl?: () => string | undefined;
   /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
   post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
+  /** The configured backends of the current configuration generation (a reload changes them); default `config.backends`. */
+  backendConfigs?: () => readonly BackendConfig[];
   logger: Logger;
 }
 
@@ -69,7 +71,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   // The public card carries the catalogue only with a2a.publicSkills; the extended card always does.
   const card = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() }, config.a2a.publicSkills);
   const executor = new CommandExecutor({
-    commandOf: (type) => executable(catalogue.byType(type), config.backends),
+    commandOf: (type) => executable(catalogue.byType(type), options.backendConfigs?.() ?? config.backends),
     commands,
     submit: async (principal, envelope) => {
       await options.ingestion.submit({ principal, readBody: async () => envelope });
@@ -122,7 +124,8 @@ async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, h
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
   let slot;
   try {
-    slot = admission.streams.take(ctx.principal);
+    // A reload that revokes the caller's key ends the stream: the connection is cut.
+    slot = admission.streams.take(ctx.principal, () => ctx.res.destroy());
   } catch (err) {
     // Nothing runs for a refused stream: the generator is closed before its first step.
     await result.return(undefined);

@@ -17,7 +17,7 @@ import { isTerminalType } from '../../mapping/names.ts';
 import type { TailEncoding, TailEvent } from './tail-event.ts';
 
 /** Why a subscription ended. */
-export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error';
+export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error' | 'revoked';
 
 /** What a subscriber writes to: one transport's stream (an SSE response, a gRPC call). */
 export interface TailWriter<F> {
