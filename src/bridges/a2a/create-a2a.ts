@@ -30,22 +30,37 @@ export interface A2aDeps {
   admission: Admission;
   /** With `auth.type: oauth2`: the token endpoint the card's security schemes name, once known. */
   tokenUrl?: () => string | undefined;
+  /** The configured backends of the current configuration generation (a reload changes them). */
+  backendConfigs?: A2aBridgeOptions['backendConfigs'];
   registry: Registry;
   logger: Logger;
   life: Lifecycle;
 }
 
 /** The A2A bridge with its task store, or undefined when `a2a.enabled` is false. */
-export async function createA2a(deps: A2aDeps): Promise<A2aBridge | undefined> {
+export async function createA2a(deps: A2aDeps): Promise<ReloadableA2a | undefined> {
   const { config, life } = deps;
   if (!config.a2a.enabled) return undefined;
-  const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
+  // Read by the store at each save: a reload changes the bounds in place (`reconfigure`).
+  const limits = { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs };
+  const taskStore = await openTaskStore(config.storage, limits);
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: deps.publicUrl, catalogue: deps.catalogue, ingestion: deps.ingestion, aliases: deps.aliases, tail: deps.tail,
-    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, tokenUrl: deps.tokenUrl, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
+    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, tokenUrl: deps.tokenUrl, backendConfigs: deps.backendConfigs, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
   });
   life.add(bridge.executor);
   life.add(bridge.pushSender);
-  return bridge;
+  return {
+    ...bridge,
+    reconfigure: (next) => {
+      limits.maxTasks = next.maxTasks;
+      limits.ttlMs = next.taskTtlMs;
+    },
+  };
+}
+
+/** The A2A bridge as the wiring holds it: `reconfigure` takes a reload's task bounds (stored tasks stay until trimmed). */
+export interface ReloadableA2a extends A2aBridge {
+  reconfigure(next: Pick<GatewayConfig['a2a'], 'maxTasks' | 'taskTtlMs'>): void;
 }

@@ -7,7 +7,7 @@ import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import type { ListTasksRequest, ListTasksResponse, Task } from '@a2a-js/sdk';
 import { listPage, taskScope as scopeOf } from './task-list.ts';
 
-/** Limits of a task store. */
+/** Limits of a task store. Every adapter reads them at each call, so a reload changes them in place on the same object. */
 export interface TaskStoreLimits {
   /** Tasks kept at most; when full, the least recently saved one is dropped. */
   maxTasks: number;
