@@ -1,7 +1,9 @@
 /**
  * The target of the whole-surface fuzz suite: a gateway in its own process (`bin/proto-gateway
  * serve`), with a protocol backend (the payments example) and a legacy backend (the orders
- * example) behind it, API keys, gRPC, MCP and A2A on. Its RSS is read from /proc; its exit is
+ * example) behind it, API keys, gRPC, MCP and A2A on. CancelOrder and the `order` query carry an
+ * `access` list only the writer key holds, so every transport also runs its per-caller catalogue
+ * path (hidden for the reader, open for the writer). Its RSS is read from /proc; its exit is
  * watched, so a crash is a finding, not a lost test run. No vitest here: `npm run fuzz` uses it too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -65,6 +67,7 @@ backends:
         events: { success: { type: OrderPlacedV1, data: "response" }, failure: { type: PlaceOrderFailedV1 } }
       - type: CancelOrder
         version: "1.0"
+        access: [write]
         jsonSchema: { type: object, required: [tenant, orderId], properties: { tenant: { type: string }, orderId: { type: string } } }
         request: { method: POST, path: "/tenants/{data.tenant}/orders/{data.orderId}/cancel" }
     queries:
@@ -75,6 +78,7 @@ backends:
         result: "{ 'orders': response.items }"
       - schema: order
         version: "1.0"
+        access: [write]
         parameters: { type: object, required: [tenant, orderId], properties: { tenant: { type: string }, orderId: { type: string } } }
         request: { method: GET, path: "/tenants/{params.tenant}/orders/{params.orderId}" }
   - id: payments
