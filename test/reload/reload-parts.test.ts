@@ -16,6 +16,7 @@ import { startReceiver, subscribe, tableResolver } from '../bridges/webhooks/sup
 import { authorizePayment, envelope, exampleBackends, post, protoBackend, scriptedBackend, sendJson } from '../commands/support.ts';
 import { closeAll, eventually, gatewayYaml, startTestGateway, tempDir, track } from '../support/gateway.ts';
 import { startTestIdp } from '../support/oidc-provider.ts';
+import { sseRecords } from '../support/sse.ts';
 import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
 
 afterEach(closeAll);
@@ -130,7 +131,7 @@ describe('settings follow a reload', () => {
     const before = gatewayYaml(`${keys}${hooks(10)}mcp: { enabled: true }\n`);
     const after = gatewayYaml(`${keys}${hooks(1)}mcp: { enabled: true, maxSessions: 1 }
 commands: { rateLimit: { perSecond: 1, burst: 1 } }
-sse: { maxConnections: 1 }
+sse: { maxConnections: 1, keepalive: 100ms }
 events: { retention: { maxEvents: 2 } }
 `);
     const { gw, rewrite } = await reloadable(before, { resolver: tableResolver({ 'receiver.test': ['127.0.0.1'] }) });
@@ -149,7 +150,13 @@ events: { retention: { maxEvents: 2 } }
     const first = await fetch(`${gw.url}events/stream`, { headers: alice });
     expect(first.status).toBe(200);
     expect((await fetch(`${gw.url}events/stream`, { headers: alice })).status).toBe(429);
-    await first.body?.cancel();
+    // A new stream takes the new keepalive (the default is 15 s): a comment comes well within the wait.
+    const keepalive = (async () => {
+      for await (const record of sseRecords(first.body as AsyncIterable<Uint8Array>)) if (record.data === '' && record.comments.length > 0) return true;
+      return false;
+    })();
+    expect(await Promise.race([keepalive, new Promise((r) => setTimeout(() => r('no keepalive within 5 s'), 5_000))])).toBe(true);
+    await first.body?.cancel().catch(() => undefined);
     // MCP: one session at most.
     await connect(gw, { 'X-API-Key': 'alice-key' }, false);
     await expect(connect(gw, { 'X-API-Key': 'alice-key' }, false)).rejects.toThrow();
