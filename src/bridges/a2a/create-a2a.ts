@@ -44,8 +44,15 @@ export interface A2aDeps {
 export async function createA2a(deps: A2aDeps): Promise<ReloadableA2a | undefined> {
   const { config, life } = deps;
   if (!config.a2a.enabled) return undefined;
-  // Read by the store at each save: a reload changes the bounds in place (`reconfigure`).
-  const limits = { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs };
+  const { a2a } = config;
+  // Read by the store at each call: a reload changes the bounds in place (`reconfigure`).
+  const limits = {
+    maxTasks: a2a.maxTasks,
+    ttlMs: a2a.taskTtlMs,
+    maxTasksPerPrincipal: a2a.maxTasksPerPrincipal,
+    maxPushConfigsPerTask: a2a.maxPushConfigsPerTask,
+    maxPushConfigsPerPrincipal: a2a.maxPushConfigsPerPrincipal,
+  };
   const taskStore = await openTaskStore(config.storage, limits);
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
@@ -59,11 +66,14 @@ export async function createA2a(deps: A2aDeps): Promise<ReloadableA2a | undefine
     reconfigure: (next) => {
       limits.maxTasks = next.maxTasks;
       limits.ttlMs = next.taskTtlMs;
+      limits.maxTasksPerPrincipal = next.maxTasksPerPrincipal;
+      limits.maxPushConfigsPerTask = next.maxPushConfigsPerTask;
+      limits.maxPushConfigsPerPrincipal = next.maxPushConfigsPerPrincipal;
     },
   };
 }
 
 /** The A2A bridge as the wiring holds it: `reconfigure` takes a reload's task bounds (stored tasks stay until trimmed). */
 export interface ReloadableA2a extends A2aBridge {
-  reconfigure(next: Pick<GatewayConfig['a2a'], 'maxTasks' | 'taskTtlMs'>): void;
+  reconfigure(next: Pick<GatewayConfig['a2a'], 'maxTasks' | 'taskTtlMs' | 'maxTasksPerPrincipal' | 'maxPushConfigsPerTask' | 'maxPushConfigsPerPrincipal'>): void;
 }
