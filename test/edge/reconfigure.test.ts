@@ -54,9 +54,9 @@ describe('Admission.reconfigure', () => {
     const principal = await admission.authenticate(presented('ka'));
     const held = [admission.streams.take(principal), admission.streams.take(principal)];
     admission.reconfigure({ config: config(auth([{ id: 'a', key: 'ka', scopes: ['write', 'read'] }]), { maxConnections: 2, maxConnectionsPerPrincipal: 1 }) });
-    // Same scopes in another order: nothing revoked; the two held slots stay, a third is refused.
+    // Same scopes in another order: nothing revoked; the two held slots stay, a third is refused (the pool is full).
     expect(admission.streams.size).toBe(2);
-    expect(() => admission.streams.take(principal)).toThrow(expect.objectContaining({ code: 'TOO_MANY_STREAMS' }));
+    expect(() => admission.streams.take(principal)).toThrow(expect.objectContaining({ code: 'STREAMS_EXHAUSTED' }));
     for (const slot of held) slot.release();
     expect(revokedPrincipals(auth([{ id: 'a', key: 'ka', scopes: ['read', 'write'] }]), auth([{ id: 'a', key: 'ka', scopes: ['read'] }]))).toEqual(['a']);
   });

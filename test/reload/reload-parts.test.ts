@@ -146,10 +146,10 @@ events: { retention: { maxEvents: 2 } }
     const statuses = [];
     for (let i = 0; i < 2; i += 1) statuses.push((await post(`${gw.url}commands`, envelope('Nope', 'nope/1.0', {}), alice)).status);
     expect(statuses).toEqual([422, 429]);
-    // Streams: one SSE stream, the second is 429.
+    // Streams: one SSE stream; the pool is full for the second (503 STREAMS_EXHAUSTED).
     const first = await fetch(`${gw.url}events/stream`, { headers: alice });
     expect(first.status).toBe(200);
-    expect((await fetch(`${gw.url}events/stream`, { headers: alice })).status).toBe(429);
+    expect((await fetch(`${gw.url}events/stream`, { headers: alice })).status).toBe(503);
     // A new stream takes the new keepalive (the default is 15 s): a comment comes well within the wait.
     const keepalive = (async () => {
       for await (const record of sseRecords(first.body as AsyncIterable<Uint8Array>)) if (record.data === '' && record.comments.length > 0) return true;
