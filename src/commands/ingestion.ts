@@ -83,7 +83,8 @@ export interface CommandIngestion {
 /** Assembles the steps once. */
 export function createIngestion(options: IngestionOptions): CommandIngestion {
   const steps: Step[] = [
-    ...(options.rateLimiter?.enabled ? [rateLimitStep(options.rateLimiter)] : []),
+    // Present even while off: a reload can turn the limit on (`take` returns at once while it is off).
+    ...(options.rateLimiter ? [rateLimitStep(options.rateLimiter)] : []),
     readBodyStep,
     envelopeStep,
     lookupStep(options.catalogue, options.access),

@@ -71,6 +71,10 @@ export interface ServerConfig {
   bodyLimitBytes: number;
   maxJsonDepth: number;
   shutdownTimeoutMs: number;
+  /** Reload when the configuration file changes (as on SIGHUP). Default false. */
+  watchConfig: boolean;
+  /** Lowest level logged. Default `info`. */
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   cors: { origins: string[] };
 }
 

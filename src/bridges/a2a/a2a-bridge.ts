@@ -55,6 +55,8 @@ export interface A2aBridgeOptions {
   tokenUrl?: () => string | undefined;
   /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
   post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
+  /** The configured backends of the current configuration generation (a reload changes them); default `config.backends`. */
+  backendConfigs?: () => readonly BackendConfig[];
   logger: Logger;
 }
 
@@ -86,7 +88,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   const executor = new CommandExecutor({
     commandOf: (type, caller) => {
       const entry = catalogue.byType(type);
-      return entry && access.command(caller, entry) ? executable(entry, config.backends) : undefined;
+      return entry && access.command(caller, entry) ? executable(entry, options.backendConfigs?.() ?? config.backends) : undefined;
     },
     commands,
     // The caller's grants go with the envelope: the pipeline applies `access` as for any front.
@@ -196,7 +198,8 @@ async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpo
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
   let slot;
   try {
-    slot = admission.streams.take(ctx.principal);
+    // A reload that revokes the caller's key ends the stream: the connection is cut.
+    slot = admission.streams.take(ctx.principal, () => ctx.res.destroy());
   } catch (err) {
     // Nothing runs for a refused stream: the generator is closed before its first step.
     await result.return(undefined);

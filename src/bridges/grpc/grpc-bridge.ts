@@ -235,10 +235,16 @@ export class GrpcBridge {
   async #subscribe(call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>): Promise<void> {
     const { metrics } = this.#o;
     let slot: Slot;
+    let writer: GrpcStreamWriter | undefined;
+    let revoked = false;
     try {
       const principal = await this.#principal(call.metadata, 'grpc.Subscribe');
       if (this.#closing || this.#o.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
-      slot = this.#o.admission.streams.take(principal);
+      // A reload that revokes the caller's key ends the stream (at once, or as soon as it is attached).
+      slot = this.#o.admission.streams.take(principal, () => {
+        revoked = true;
+        writer?.close('revoked');
+      });
     } catch (err) {
       const error = grpcError(err);
       metrics.rpc('Subscribe', statusName(error.code));
@@ -259,9 +265,9 @@ export class GrpcBridge {
       metrics.rpc('Subscribe', 'UNAVAILABLE');
       return void call.emit('error', endStatus('shutdown'));
     }
-    const writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
+    writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
       slot.release();
-      this.#streams.delete(writer);
+      this.#streams.delete(writer!);
       attachment.detach();
       metrics.streams(-1);
       metrics.rpc('Subscribe', statusName(endStatus(reason).code));
@@ -278,6 +284,7 @@ export class GrpcBridge {
       afterId: call.request.last_event_id || undefined,
       aliasesFor,
     });
+    if (revoked) writer.close('revoked');
   }
 }
 
@@ -308,6 +315,8 @@ function endStatus(reason: TailEndReason): Partial<grpc.ServiceError> & { code: 
       return grpcError(new ProtoError('NOT_READY', 'gateway shutting down; resume with last_event_id'));
     case 'error':
       return grpcError(new ProtoError('INTERNAL', 'the stream failed; resume with last_event_id'));
+    case 'revoked':
+      return grpcError(new ProtoError('UNAUTHENTICATED', 'the credentials of this stream were revoked by a configuration reload'));
     case 'client':
       return { code: grpc.status.CANCELLED, details: 'cancelled' };
     default:
