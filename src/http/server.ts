@@ -26,6 +26,7 @@ import { sendError, sendReply } from './respond.ts';
 import type { Principal, RequestContext } from './route.ts';
 import type { Router } from './router.ts';
 import { requestIdOf, traceparentOf } from './trace.ts';
+import { httpServerSpan, type HttpServerSpan } from './server-span.ts';
 
 export interface HttpServerOptions {
   router: Router;
@@ -68,7 +69,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   // does not touch long responses such as event streams.
   const state: ServerState = { serving: false, refusing: false, inFlight: 0, onSettled: new Set() };
   const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
-    void handle(options, state, req, res);
+    const span = httpServerSpan(req);
+    void span.run(() => handle(options, state, req, res, span));
   });
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
@@ -131,7 +133,7 @@ async function drain(server: Server, timeoutMs: number): Promise<void> {
   clearTimeout(deadline);
 }
 
-async function handle(options: HttpServerOptions, state: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(options: HttpServerOptions, state: ServerState, req: IncomingMessage, res: ServerResponse, span: HttpServerSpan): Promise<void> {
   const started = process.hrtime.bigint();
   const requestId = requestIdOf(req);
   const log = options.logger.child({ reqId: requestId });
@@ -146,6 +148,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
   res.once('close', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     options.metrics.observe(routeLabel, method, res.statusCode, seconds);
+    span.end(routeLabel, res.statusCode);
     log.info({ method, path: url?.pathname, route: routeLabel, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'request');
   });
   try {
@@ -168,7 +171,8 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
       query: url.searchParams,
       principal,
       requestId,
-      traceparent: traceparentOf(req),
+      // The server span's own context when tracing is on (backends continue this trace), else the caller's or a new one.
+      traceparent: span.traceparent ?? traceparentOf(req),
       log,
       json: () => readJson(req, options.limits),
     };

@@ -27,8 +27,9 @@ import { GuardedPushSender } from './push-sender.ts';
 import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import type { A2aMetrics } from '../../metrics/a2a.ts';
 import { GatewayUser } from './gateway-user.ts';
-import { readJsonRpcRequest, type JsonRpcId } from './jsonrpc-request.ts';
+import { readJsonRpcRequest, type JsonRpcId, type JsonRpcRequest } from './jsonrpc-request.ts';
 import { TaskRequestHandler } from './task-request-handler.ts';
+import { inSpan, startRpcServerSpan } from '../../telemetry/tracing.ts';
 
 /** What the A2A bridge is built from. */
 export interface A2aBridgeOptions {
@@ -111,6 +112,13 @@ async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, h
   const operation = a2aOperation(request.method);
   // An unknown method has no row: the SDK answers it "method not found".
   if (operation) admission.authorize(ctx.principal, operation);
+  // The server span of the JSON-RPC call (a command it submits is accepted under it); an unknown method is not named.
+  const span = startRpcServerSpan('jsonrpc', 'a2a', operation ? String(request.method) : 'unknown');
+  return inSpan(span, () => answerCall(ctx, transport, handler, admission, request));
+}
+
+/** Answers an admitted JSON-RPC call (see `answer`). */
+async function answerCall(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: TaskRequestHandler, admission: Admission, request: JsonRpcRequest): Promise<Reply | undefined> {
   const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
   const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
   try {

@@ -11,7 +11,8 @@
  * replay reads it page by page at the client's pace, and when the held live events pass
  * byte bound they are dropped from memory and read again from the log instead.
  */
-import type { EventFilter, EventLog } from '../../log/EventLog.ts';
+import type { CloudEvent, EventFilter, EventLog } from '../../log/EventLog.ts';
+import { recordDelivery } from '../../telemetry/tracing.ts';
 import { matchesFilter } from '../../log/event-query.ts';
 import { isTerminalType } from '../../mapping/names.ts';
 import type { TailEncoding, TailEvent } from './tail-event.ts';
@@ -62,6 +63,11 @@ export interface TailSubscriberOptions<F> {
   /** Bytes of live events held while catching up before they are dropped and re-read from the log. */
   maxHeldBytes: number;
   metrics: TailMetrics;
+  /**
+   * The transport's name (`sse`, `grpc`, `mcp`, `a2a`): each event sent is recorded as a delivery
+   * span of it, linked to the event's trace (`messaging.destination.name`); default `stream`.
+   */
+  transport?: string;
 }
 
 /** One subscription's filters, cursor and replay/live seam. */
@@ -149,7 +155,7 @@ export class TailSubscriber<F> {
       }
       const frame = next.frame(this.#options.encoding);
       this.#heldBytes -= this.#options.encoding.size(frame);
-      if (next.position > this.#cursor) await this.#sendPaced(next.position, next.keys.type, frame);
+      if (next.position > this.#cursor) await this.#sendPaced(next.position, next.event, frame);
     }
   }
 
@@ -158,7 +164,7 @@ export class TailSubscriber<F> {
     const page = await this.#options.source.query(this.#options.filter, this.#cursor, REPLAY_PAGE_SIZE);
     for (const stored of page.events) {
       if (stored.position <= this.#cursor) continue;
-      if (!(await this.#sendPaced(stored.position, stored.event.type, this.#options.encoding.encode(stored.event)))) return false;
+      if (!(await this.#sendPaced(stored.position, stored.event, this.#options.encoding.encode(stored.event)))) return false;
     }
     return page.next !== undefined;
   }
@@ -181,15 +187,23 @@ export class TailSubscriber<F> {
     this.#cursor = event.position;
     if (!this.#connection.send(event.frame(this.#options.encoding))) return;
     this.#options.metrics.sent(1);
+    this.#delivered(event.event);
     this.#endIfTerminal(event.keys.type);
   }
 
   /** Sends at the client's pace; false when the stream is closed (or just closed on a terminal event). */
-  async #sendPaced(position: number, type: string, frame: F): Promise<boolean> {
+  async #sendPaced(position: number, event: CloudEvent, frame: F): Promise<boolean> {
     this.#cursor = position;
     if (!(await this.#connection.sendPaced(frame))) return false;
     this.#options.metrics.sent(1);
-    return !this.#endIfTerminal(type);
+    this.#delivered(event);
+    return !this.#endIfTerminal(event.type);
+  }
+
+  /** The delivery span of one event sent (the API's no-op when tracing is off). */
+  #delivered(event: CloudEvent): void {
+    const transport = this.#options.transport ?? 'stream';
+    recordDelivery(transport, transport, event);
   }
 
   /** PROTOCOL.md 4.3 rule 7 and DESIGN.md (terminal types): a command's stream ends with its outcome. */
