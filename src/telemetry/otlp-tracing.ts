@@ -24,12 +24,15 @@ import { safeUrl } from './tracing.ts';
 /** The OTLP/HTTP path of traces under a receiver's base URL. */
 const TRACES_PATH = 'v1/traces';
 
+/** How long `shutdown()` waits for the last export, in ms. */
+export const SHUTDOWN_FLUSH_MS = 2_000;
+
 /** Tracing as started: whether it is on, and how to flush and stop it. */
 export interface Tracing {
   enabled: boolean;
   /** Where spans go (no query string), when on. */
   endpoint?: string;
-  /** Sends the spans still queued and stops. Idempotent. */
+  /** Sends the spans still queued (within `SHUTDOWN_FLUSH_MS`; a failed export is dropped, never thrown) and stops. Idempotent. */
   shutdown(): Promise<void>;
 }
 
@@ -65,7 +68,9 @@ export function startTracing(setup: TracingSetup): Tracing {
     enabled: true,
     ...withEndpoint(safeUrl(url ?? String(fromEnv))),
     shutdown() {
-      stopping ??= provider.shutdown().finally(() => {
+      // A receiver that is down or slow must neither fail nor hold up the gateway's shutdown (the
+      // exporter retries for up to its timeout): the spans still queued are lost, nothing else.
+      stopping ??= Promise.race([provider.shutdown().catch(() => {}), delay(SHUTDOWN_FLUSH_MS)]).finally(() => {
         trace.disable();
         propagation.disable();
         context.disable();
@@ -73,6 +78,10 @@ export function startTracing(setup: TracingSetup): Tracing {
       return stopping;
     },
   };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /** `OTEL_BSP_SCHEDULE_DELAY` (ms between two exports), when set to a positive integer. */

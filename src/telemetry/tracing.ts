@@ -22,6 +22,8 @@ import {
   type Link,
   type Span,
   type SpanContext,
+  type Tracer,
+  type TracerProvider,
 } from '@opentelemetry/api';
 
 export { SpanKind, SpanStatusCode, type Attributes, type Span };
@@ -29,8 +31,15 @@ export { SpanKind, SpanStatusCode, type Attributes, type Span };
 /** The instrumentation scope of every span of the gateway. */
 export const TRACER_NAME = 'proto-gateway';
 
+/** The tracer of the registered provider, and that provider (a provider registered again, as tests do, gets a new tracer). */
+let cached: { provider: TracerProvider; tracer: Tracer } | undefined;
+
 /** The API's tracer: a no-op until a provider is registered (`otlp-tracing.ts`), the SDK's after. */
-const tracer = trace.getTracer(TRACER_NAME);
+function tracer(): Tracer {
+  const provider = trace.getTracerProvider();
+  if (cached?.provider !== provider) cached = { provider, tracer: provider.getTracer(TRACER_NAME) };
+  return cached.tracer;
+}
 
 /** `messaging.system` of every messaging span (the gateway is the broker). */
 export const MESSAGING_SYSTEM = 'proto-gateway';
@@ -56,7 +65,7 @@ export interface SpanStart {
  * a function (the span starts as `proto-gateway` and is renamed).
  */
 export function startSpan(name: string | (() => string), start: SpanStart): Span {
-  const span = tracer.startSpan(typeof name === 'string' ? name : TRACER_NAME, { kind: start.kind, root: start.root === true }, start.parent ?? context.active());
+  const span = tracer().startSpan(typeof name === 'string' ? name : TRACER_NAME, { kind: start.kind, root: start.root === true }, start.parent ?? context.active());
   if (span.isRecording()) {
     if (typeof name !== 'string') span.updateName(name());
     if (start.attributes) span.setAttributes(start.attributes());
