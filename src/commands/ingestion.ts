@@ -130,7 +130,7 @@ function endAccept(draft: Draft, outcome: string): void {
     ...(draft.envelope && { 'proto.command.id': draft.envelope.id, 'proto.command.type': draft.envelope.type, 'messaging.message.id': draft.envelope.id }),
     ...(backend !== undefined && { 'proto.backend': backend }),
   }));
-  if (backend !== undefined) draft.span.updateName(`accept ${backend}`);
+  if (backend !== undefined && draft.span.isRecording()) draft.span.updateName(`accept ${backend}`);
   draft.span.end();
 }
 
