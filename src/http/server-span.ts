@@ -1,12 +1,12 @@
 /**
  * The server span of an inbound HTTP request (OpenTelemetry HTTP semantic conventions): child of
- * the caller's `traceparent`, named `{method} {route}` once the route is known, with the path but
- * never the query string (it may hold `api_key`). Tracing off: the API's no-op span, and nothing
- * else is computed.
+ * the caller's `traceparent`, named `{method} {route}` once the route is known. `url.path` is set
+ * only for the gateway's own routes: a path the gateway does not own (a pass-through to a backend,
+ * an unmatched path) may carry a token, and the route pattern says enough. Never the query string
+ * (it may hold `api_key`). Tracing off: the API's no-op span, and nothing else is computed.
  */
 import type { IncomingMessage } from 'node:http';
-import { annotate, extractContext, isTraced, SpanKind, startSpan, traceparentOf, withSpan } from '../telemetry/tracing.ts';
-import { SpanStatusCode } from '@opentelemetry/api';
+import { annotate, extractContext, isTraced, SpanKind, SpanStatusCode, startSpan, traceparentOf, withSpan } from '../telemetry/tracing.ts';
 
 /** One request's span. */
 export interface HttpServerSpan {
@@ -14,7 +14,7 @@ export interface HttpServerSpan {
   readonly traceparent: string | undefined;
   /** Runs the request's handling with the span active. */
   run<T>(fn: () => T): T;
-  /** Ends it with the matched route (the metrics' label) and the response status. */
+  /** Ends it with the matched route (the metrics' label: a pattern or `unmatched`) and the response status. */
   end(route: string, status: number): void;
 }
 
@@ -24,12 +24,7 @@ export function httpServerSpan(req: IncomingMessage): HttpServerSpan {
   const span = startSpan(method, {
     kind: SpanKind.SERVER,
     parent: extractContext(req.headers),
-    attributes: () => ({
-      'http.request.method': method,
-      'url.scheme': 'http',
-      'url.path': (req.url ?? '/').split('?')[0]!,
-      'network.protocol.version': req.httpVersion,
-    }),
+    attributes: () => ({ 'http.request.method': method, 'url.scheme': 'http', 'network.protocol.version': req.httpVersion }),
   });
   const traced = isTraced(span);
   return {
@@ -37,13 +32,15 @@ export function httpServerSpan(req: IncomingMessage): HttpServerSpan {
     run: (fn) => (traced ? withSpan(span, fn) : fn()),
     end(route, status) {
       if (span.isRecording()) {
-        if (route !== 'unmatched') {
-          span.updateName(`${method} ${route}`);
-          span.setAttribute('http.route', route);
-        }
-        span.setAttribute('http.response.status_code', status);
+        const owned = route !== 'unmatched' && !route.includes('*');
+        if (route !== 'unmatched') span.updateName(`${method} ${route}`);
+        annotate(span, () => ({
+          'http.response.status_code': status,
+          ...(route !== 'unmatched' && { 'http.route': route }),
+          ...(owned && { 'url.path': URL.parse(req.url ?? '/', 'http://gateway.invalid')?.pathname ?? '/' }),
+          ...(status >= 500 && { 'error.type': String(status) }),
+        }));
         if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-        annotate(span, () => (status >= 500 ? { 'error.type': String(status) } : {}));
       }
       span.end();
     },
