@@ -23,7 +23,7 @@ import type { GatewayConfig } from './config/types.ts';
 import { consoleRoutes } from './console/console-routes.ts';
 import type { Resolver } from './egress/ssrf-guard.ts';
 import { Admission } from './edge/admission.ts';
-import { AccessRules } from './edge/access-rules.ts';
+import { AccessRules, NOBODY } from './edge/access-rules.ts';
 import { OAuth2Identity } from './edge/oauth2/oauth2-identity.ts';
 import { credentialCarriers } from './edge/credentials.ts';
 import { createCors } from './http/cors.ts';
@@ -36,7 +36,7 @@ import { eventRoutes, filterOf, readEventPage } from './http/routes/events.ts';
 import { opsRoutes } from './http/routes/ops.ts';
 import { passThroughRoutes } from './http/routes/passthrough.ts';
 import { protoFileRoutes } from './http/routes/proto-files.ts';
-import { serviceRoutes } from './http/routes/services.ts';
+import { serviceAccessGuarded, serviceRoutes } from './http/routes/services.ts';
 import { statusRoutes } from './http/routes/status.ts';
 import { createHttpServer } from './http/server.ts';
 import { createIngestion } from './ingest/create-ingestion.ts';
@@ -202,10 +202,13 @@ async function assemble(input: AssembleInput) {
   const { backends, endpointGuard } = createBackends({ config, publicUrl, resolver: options.resolver, ...common });
   // The gRPC bridge is built later (it needs the command path); the manifest reads its port lazily.
   let grpc: GrpcBridge | undefined;
-  const { catalogue, manifest, capabilities } = createManifest({ config, publicUrl, backends, log, logger, life, grpcPort: () => grpc?.port, tokenUrl });
+  // Per-caller catalogues: one set of `access` rules for every path and transport.
+  const access = new AccessRules(config.backends);
+  const listed = (backendId: string): boolean => access.backend(NOBODY, backendId);
+  const { catalogue, manifest, capabilities } = createManifest({ config, publicUrl, backends, log, logger, life, grpcPort: () => grpc?.port, tokenUrl, listed });
   identity?.provider.onDiscovered(() => manifest.invalidate());
   const carriers = credentialCarriers(config.auth);
-  const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, access: new AccessRules(config.backends), registry, logger });
+  const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, access, registry, logger });
   life.add(queries.catalogue);
   const ingestors = await createIngestion({ storage: config.storage, backends, log, publicUrl, ...common });
   const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
@@ -222,7 +225,7 @@ async function assemble(input: AssembleInput) {
   const webhooks = createWebhooks({ config, log, isKnownService: (id) => services.isKnown(id), resolver: options.resolver, ...common });
   // After the webhooks: retention never passes the fan-out's durable position.
   createRetention({ log, retention: config.events.retention, readers: webhooks.retentionReaders, ...common });
-  const commands = await createCommandPath({ config, publicUrl, backends, log, registry, logger, onProduced: (backend, types) => catalogue.addProduced(backend, types) });
+  const commands = await createCommandPath({ config, publicUrl, backends, log, registry, logger, access, onProduced: (backend, types) => catalogue.addProduced(backend, types) });
   for (const component of commands.components) life.add(component);
   const tail = createLiveTail({ log, aliases: commands.aliases, logger, life });
   const sse = createSse({ config: config.sse, admission, tail, backends, correlationAliases: commands.aliases, ...common });
@@ -237,6 +240,7 @@ async function assemble(input: AssembleInput) {
       events: { catalogue, page: (query) => readEventPage(eventPages, query), filter: (query) => filterOf(query, undefined) },
       manifest,
       tail,
+      access,
     },
     aliases: commands.aliases,
     admission,
@@ -246,6 +250,7 @@ async function assemble(input: AssembleInput) {
     config, publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail,
     post: (url, headers, body, signal) => webhooks.bridge.client.post(url, headers, body, signal),
     admission,
+    access,
     tokenUrl,
     ...common,
   });
@@ -255,13 +260,13 @@ async function assemble(input: AssembleInput) {
     ...discoveryRoutes(manifest),
     ...protectedResourceRoutes(config.auth, publicUrl),
     ...docsRoutes(publicUrl, capabilities),
-    ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store }),
+    ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store, access }),
     ...sse.routes,
     ...protoFileRoutes(PROTO_DIR),
     ...webhooks.routes,
     ...commands.routes,
     ...queries.routes,
-    ...serviceRoutes(services),
+    ...serviceRoutes(services, { access, commandOf: (type) => commands.catalogue.byType(type) }),
     ...statusRoutes({
       registry,
       services,
@@ -271,6 +276,7 @@ async function assemble(input: AssembleInput) {
       version: GATEWAY_VERSION,
       storage: config.storage.driver,
       startedMs: Date.now(),
+      visible: (principal, id) => access.backend(principal, id),
     }),
     // Both endpoints can be driven by a page in a visitor's browser: Origin and Host are checked first.
     ...guarded(mcp?.routes ?? [], originGuard),
@@ -286,7 +292,7 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   const storageUp = (): boolean => storageReady(storageReadiness, commands.store);
-  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks: webhooks.bridge, routes, grpc, storageUp };
+  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks: webhooks.bridge, routes: serviceAccessGuarded(routes, access), grpc, storageUp };
 }
 
 /** Whether the store takes writes: Redis answers, or the SQLite command store's writer thread is up. */

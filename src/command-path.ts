@@ -37,6 +37,8 @@ export interface CommandPathOptions {
   logger: Logger;
   /** Told the event types each backend's commands produce (the event catalogue). */
   onProduced(backend: string, types: string[]): void;
+  /** Per-caller catalogues (`access`), shared with the other paths; default: built from `config.backends`. */
+  access?: AccessRules;
 }
 
 /** The command path, built: its components in start order, its routes, and its store (for correlation aliases). */
@@ -80,7 +82,7 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     metrics,
     logger: logger.child({ component: 'dispatcher' }),
   });
-  const access = new AccessRules(config.backends);
+  const access = options.access ?? new AccessRules(config.backends);
   const ingestion = createIngestion({
     catalogue,
     access,

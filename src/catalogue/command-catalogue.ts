@@ -16,7 +16,7 @@ import type { LegacyBackend } from '../backends/legacy-backend.ts';
 import type { ProtoBackend } from '../backends/proto-backend.ts';
 import { ProtoError } from '../errors.ts';
 import { compileTemplate, type CompiledTemplate } from '../mapping/jsonata.ts';
-import { commandTypeOf } from '../mapping/names.ts';
+import { commandTypeOf, legacyCommandProduces } from '../mapping/names.ts';
 import { renderPath, UnsafePathError } from '../mapping/path-template.ts';
 import { CatalogueRefresher } from './catalogue-refresher.ts';
 import { readProtoCatalogue, type ProtoCatalogueEntry } from './proto-catalogue-source.ts';
@@ -169,9 +169,7 @@ export class CommandCatalogue {
 
   #legacyEntries(backend: LegacyBackend): Loaded[] {
     return backend.config.commands.map((command) => {
-      const failure = command.events.failure?.type ?? `${command.type}FailedV1`;
-      const success = command.events.success?.type;
-      const produces = success ? [success, failure] : [failure];
+      const produces = legacyCommandProduces(command);
       const document = { ...command.jsonSchema, ...(command.description && { description: command.description }), produces };
       const { validator, release } = this.#compiler.compile(command.jsonSchema);
       const entry: CommandEntry = {

@@ -86,11 +86,14 @@ export class EventCatalogue {
     await this.#saving;
   }
 
-  /** The catalogue, optionally of one backend only. */
-  entries(backendId?: string): EventCatalogueEntry[] {
+  /**
+   * The catalogue, optionally of one backend only; `visible` says which types the caller may see
+   * (per-caller catalogues: a hidden type is not listed).
+   */
+  entries(backendId?: string, visible: (known: { type: string; backend: string }) => boolean = () => true): EventCatalogueEntry[] {
     const entries: EventCatalogueEntry[] = [];
     for (const [key, known] of this.#types) {
-      if (backendId !== undefined && known.backend !== backendId) continue;
+      if ((backendId !== undefined && known.backend !== backendId) || !visible(known)) continue;
       const { schema, version } = eventSchemaOf(known.type);
       const entry: EventCatalogueEntry = { schema, version, description: `${known.type}, produced by ${known.backend}` };
       if (known.typed) entry.dataschema = `${this.#options.publicUrl}events/${key}`;
@@ -104,11 +107,14 @@ export class EventCatalogue {
     return [...this.#types.values()].filter((known) => known.backend === backendId).map((known) => known.type);
   }
 
-  /** The JSON Schema of a typed event's data; throws 404 `UNKNOWN_SCHEMA` (or 503 when its backend is unreachable). */
-  async schema(schema: string, version: string, backendId?: string): Promise<Record<string, unknown>> {
+  /**
+   * The JSON Schema of a typed event's data; throws 404 `UNKNOWN_SCHEMA` (or 503 when its backend is
+   * unreachable). A type `visible` hides is unknown, exactly as one never seen.
+   */
+  async schema(schema: string, version: string, backendId?: string, visible: (known: { type: string; backend: string }) => boolean = () => true): Promise<Record<string, unknown>> {
     const key = `${schema}/${version}`;
     const known = this.#types.get(key);
-    if (!known || !known.typed || (backendId !== undefined && known.backend !== backendId)) throw unknownSchema(key);
+    if (!known || !known.typed || (backendId !== undefined && known.backend !== backendId) || !visible(known)) throw unknownSchema(key);
     const cached = this.#schemas.get(key);
     if (cached) return cached;
     const backend = this.#options.backends.get(known.backend);

@@ -6,7 +6,7 @@
  * → `201 { id }`. Each step has one job and throws a catalogued `ProtoError` to refuse.
  */
 import type { Principal } from '../edge/credentials.ts';
-import type { AccessRules } from '../edge/access-rules.ts';
+import { NOBODY, type AccessRules } from '../edge/access-rules.ts';
 import type { CommandCatalogue, CommandEntry } from '../catalogue/command-catalogue.ts';
 import { describeProblems } from '../catalogue/schema-compiler.ts';
 import { isProtoError, ProtoError } from '../errors.ts';
@@ -76,9 +76,6 @@ export interface IngestionOptions {
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
-
-/** A caller with nothing: sees only what has no `access` list. */
-const NOBODY: Principal = { id: '', scopes: new Set() };
 
 /** The assembled pipeline. */
 export interface CommandIngestion {

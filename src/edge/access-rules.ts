@@ -4,10 +4,13 @@
  * the caller must hold one, a value being a gateway scope (`read`, `write`, `admin`) or a value
  * of its token's scope claim as the token carried it (a role such as `gateway-orders`). A
  * command or query of a backend with `access` needs both lists satisfied. Absent: everyone who
- * has the operation's scope. Hidden things are absent for that caller: not listed, and using one
+ * has the operation's scope. An event type is seen with its backend and, when legacy commands
+ * produce it, with one of them. Hidden things are absent for that caller: not listed, and using one
  * answers exactly as for a thing that does not exist. Built once per configuration.
  */
 import type { BackendConfig } from '../config/types.ts';
+import { ProtoError } from '../errors.ts';
+import { legacyCommandProduces } from '../mapping/names.ts';
 import type { Principal } from './credentials.ts';
 
 /** What is checked: a command or a query of a backend, by its catalogue schema. */
@@ -16,17 +19,39 @@ export interface AccessTarget {
   schema: string;
 }
 
+/** A caller with nothing (the public routes, the public agent card): sees only what has no `access` list. */
+export const NOBODY: Principal = { id: '', scopes: new Set() };
+
+/** An event type of a backend (the event catalogue). */
+export interface EventTarget {
+  backend: string;
+  type: string;
+}
+
+/** What one caller sees: the catalogue filters of per-caller catalogues. */
+export interface CallerView {
+  command(target: AccessTarget): boolean;
+  query(target: AccessTarget): boolean;
+  backend(backendId: string): boolean;
+  event(target: EventTarget): boolean;
+}
+
 /** The access lists of one configuration. */
 export class AccessRules {
   readonly #backends = new Map<string, string[]>();
   readonly #commands = new Map<string, string[]>();
   readonly #queries = new Map<string, string[]>();
+  /** The legacy commands (schemas) that produce each event type, by backend and type. */
+  readonly #producers = new Map<string, string[]>();
 
   constructor(backends: BackendConfig[]) {
     for (const backend of backends) {
       if (backend.access) this.#backends.set(backend.id, backend.access);
       if (backend.kind !== 'legacy') continue;
       for (const command of backend.commands) if (command.access) this.#commands.set(keyOf(backend.id, command.schema), command.access);
+      for (const command of backend.commands) {
+        for (const type of legacyCommandProduces(command)) this.#producers.set(keyOf(backend.id, type), [...(this.#producers.get(keyOf(backend.id, type)) ?? []), command.schema]);
+      }
       for (const query of backend.queries) if (query.access) this.#queries.set(keyOf(backend.id, query.schema), query.access);
     }
   }
@@ -46,9 +71,34 @@ export class AccessRules {
     return this.backend(principal, target.backend) && holdsAny(principal, this.#queries.get(keyOf(target.backend, target.schema)));
   }
 
+  /**
+   * Whether `principal` sees an event type: its backend must be visible, and when commands of that
+   * backend produce it, one of those commands (the failure type of a hidden command is hidden too).
+   */
+  event(principal: Principal, target: EventTarget): boolean {
+    if (!this.backend(principal, target.backend)) return false;
+    const producers = this.#producers.get(keyOf(target.backend, target.type));
+    return producers === undefined || producers.some((schema) => this.command(principal, { backend: target.backend, schema }));
+  }
+
   /** Whether `principal` sees the backend at all. */
   backend(principal: Principal, backendId: string): boolean {
     return holdsAny(principal, this.#backends.get(backendId));
+  }
+
+  /** The filters of `principal`, to hand to the catalogues. */
+  viewOf(principal: Principal): CallerView {
+    return {
+      command: (target) => this.command(principal, target),
+      query: (target) => this.query(principal, target),
+      backend: (backendId) => this.backend(principal, backendId),
+      event: (target) => this.event(principal, target),
+    };
+  }
+
+  /** Throws 404 `SERVICE_NOT_FOUND` for a backend `principal` may not see, exactly as for one that does not exist. */
+  requireBackend(principal: Principal, backendId: string): void {
+    if (!this.backend(principal, backendId)) throw new ProtoError('SERVICE_NOT_FOUND', `no service "${backendId}"`, { serviceId: backendId });
   }
 }
 

@@ -22,6 +22,8 @@ export interface ManifestDeps {
   life: Lifecycle;
   /** The bound gRPC port once the gRPC bridge listens (read lazily: it is built later). */
   grpcPort(): number | undefined;
+  /** Whether a backend is everyone's (listed in the public manifest); absent = every backend. */
+  listed?(backendId: string): boolean;
   /** With `auth.type: oauth2`: the token endpoint to advertise, once known (read when the manifest is built). */
   tokenUrl?(): string | undefined;
 }
@@ -39,6 +41,7 @@ export function createManifest(deps: ManifestDeps) {
     tokenUrl: () => deps.tokenUrl?.(),
     capabilities,
     backends: deps.backends,
+    listed: deps.listed,
     transports: () => gatewayTransports(config, publicUrl, deps.grpcPort(), deps.tokenUrl?.()),
   });
   return { catalogue, manifest, capabilities };

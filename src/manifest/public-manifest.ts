@@ -17,6 +17,11 @@ export interface PublicManifestOptions {
   tokenUrl?: () => string | undefined;
   capabilities: CapabilitySpec[];
   backends: BackendDirectory;
+  /**
+   * Whether a backend's services appear (per-caller catalogues: a backend with `access` is not
+   * everyone's, so the public manifest leaves it out); absent = every backend.
+   */
+  listed?: (backendId: string) => boolean;
   /** The gateway's other transports, as advertised in its service entry (gRPC, A2A, MCP); read when the manifest is built. */
   transports?: () => AggregateInput['transports'];
 }
@@ -54,7 +59,7 @@ export class PublicManifest {
       auth: o.auth,
       tokenUrl: o.tokenUrl?.(),
       capabilities: gatewayCapabilities(o.capabilities, o.publicUrl),
-      backends: o.backends.list(),
+      backends: o.backends.list().filter((backend) => o.listed?.(backend.id) ?? true),
       transports: o.transports?.(),
     });
     return this.#cached;

@@ -45,3 +45,13 @@ export function eventSchemaOf(type: string): { schema: string; version: string }
 export function isTerminalType(type: string): boolean {
   return /(Failed|Rejected|Completed|Succeeded)(V\d+)?$/.test(type);
 }
+
+/**
+ * The event types a legacy command produces: its configured success type, if any, then its failure
+ * type (configured, or `<Type>FailedV1`).
+ */
+export function legacyCommandProduces(command: { type: string; events: { success?: { type: string }; failure?: { type: string } } }): string[] {
+  const failure = command.events.failure?.type ?? `${command.type}FailedV1`;
+  const success = command.events.success?.type;
+  return success ? [success, failure] : [failure];
+}

@@ -35,10 +35,10 @@ export interface QueryRequest {
   traceparent: string;
   /** Scoped to one backend (`/services/{id}/queries/{schema}`). */
   backendId?: string;
-  /** The caller, for backends with `forwardIdentity`. */
-  caller?: ForwardedCaller;
+  /** The caller, for backends with `forwardIdentity`. Required, as `visible`: every front names its caller. */
+  caller: ForwardedCaller;
   /** Whether the caller may see the query (per-caller catalogues); a hidden one is refused as unknown. */
-  visible?: (entry: QueryEntry) => boolean;
+  visible: (entry: QueryEntry) => boolean;
 }
 
 /** Runs queries; one per gateway, built at boot. */

@@ -127,10 +127,11 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 /**
- * A proto backend that answers every command 201 with its own id (`own-<command id>`) and then
- * publishes one event of `type` correlated with that own id only (`evt-own-<command id>`).
+ * A proto backend that publishes one event of `type` correlated with its own id only
+ * (`evt-own-<command id>`) for every command, then answers 201 with that own id (`own-<command id>`),
+ * after `beforeAnswer` when given.
  */
-export async function ownIdBackend(type: string) {
+export async function ownIdBackend(type: string, options: { beforeAnswer?: (own: string) => Promise<void> } = {}) {
   const events: unknown[] = [];
   return scriptedBackend((req, res) => {
     const path = req.url.split('?')[0];
@@ -140,7 +141,10 @@ export async function ownIdBackend(type: string) {
     if (path === '/commands' && req.method === 'POST') {
       const own = `own-${JSON.parse(req.body).id}`;
       events.push({ specversion: '1.0', id: `evt-${own}`, source: 'urn:odd', type, datacontenttype: 'application/json', correlationid: own, time: new Date().toISOString(), data: {} });
-      return sendJson(res, 201, { id: own });
+      // `beforeAnswer` holds the answer (and so the gateway's learning of the alias) back, e.g. until the event was ingested.
+      const answer = options.beforeAnswer?.(own) ?? Promise.resolve();
+      answer.then(() => sendJson(res, 201, { id: own }), () => res.destroy());
+      return;
     }
     sendJson(res, 404, {});
   });

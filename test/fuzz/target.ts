@@ -1,10 +1,12 @@
 /**
  * The target of the whole-surface fuzz suite: a gateway in its own process (`bin/proto-gateway
  * serve`), with a protocol backend (the payments example) and a legacy backend (the orders
- * example) behind it, API keys, gRPC, MCP and A2A on. Its RSS is read from /proc; its exit is
- * watched, so a crash is a finding, not a lost test run. Tracing is on (spans exported to a loopback
+ * example) behind it, API keys, gRPC, MCP and A2A on. CancelOrder and the `order` query carry an
+ * `access` list only the writer key holds, so every transport also runs its per-caller catalogue
+ * path (hidden for the reader, open for the writer). Tracing is on (spans exported to a loopback
  * OTLP sink that takes and drops them), so every input also goes through the recording path of every
- * span. No vitest here: `npm run fuzz` uses it too.
+ * span. Its RSS is read from /proc; its exit is watched, so a crash is a finding, not a lost test
+ * run. No vitest here: `npm run fuzz` uses it too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -71,6 +73,7 @@ backends:
         events: { success: { type: OrderPlacedV1, data: "response" }, failure: { type: PlaceOrderFailedV1 } }
       - type: CancelOrder
         version: "1.0"
+        access: [write]
         jsonSchema: { type: object, required: [tenant, orderId], properties: { tenant: { type: string }, orderId: { type: string } } }
         request: { method: POST, path: "/tenants/{data.tenant}/orders/{data.orderId}/cancel" }
     queries:
@@ -81,6 +84,7 @@ backends:
         result: "{ 'orders': response.items }"
       - schema: order
         version: "1.0"
+        access: [write]
         parameters: { type: object, required: [tenant, orderId], properties: { tenant: { type: string }, orderId: { type: string } } }
         request: { method: GET, path: "/tenants/{params.tenant}/orders/{params.orderId}" }
   - id: payments

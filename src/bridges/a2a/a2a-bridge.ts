@@ -16,7 +16,9 @@ import type { Logger } from 'pino';
 import type { CommandCatalogue, CommandEntry } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { BackendConfig, GatewayConfig } from '../../config/types.ts';
+import { NOBODY, type AccessRules } from '../../edge/access-rules.ts';
 import type { Admission } from '../../edge/admission.ts';
+import type { Principal } from '../../edge/credentials.ts';
 import { a2aOperation } from '../../edge/operations.ts';
 import type { Reply, RequestContext, Route } from '../../http/route.ts';
 import type { AliasSource } from '../live-tail/aliases.ts';
@@ -42,6 +44,8 @@ export interface A2aBridgeOptions {
   taskStore: TaskStore;
   metrics: A2aMetrics;
   admission: Admission;
+  /** Per-caller catalogues: the skills a caller is shown and may use. */
+  access: AccessRules;
   /** With `auth.type: oauth2`: the token endpoint the card's security schemes name, once known. */
   tokenUrl?: () => string | undefined;
   /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
@@ -64,16 +68,23 @@ const SSE_HEADERS = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-
 
 /** Builds the A2A bridge. */
 export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
-  const { config, publicUrl, catalogue } = options;
-  const commands = (): CommandEntry[] => catalogue.entries();
-  const fullCard = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() });
-  // The public card carries the catalogue only with a2a.publicSkills; the extended card always does.
-  const card = () => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(), tokenUrl: options.tokenUrl?.() }, config.a2a.publicSkills);
+  const { config, publicUrl, catalogue, access } = options;
+  // Per-caller catalogues: a caller is shown, and may send, only the commands it may see.
+  const commands = (caller: Principal): CommandEntry[] => catalogue.entries().filter((entry) => access.command(caller, entry));
+  const cardFor = (caller: Principal, withSkills = true) => buildAgentCard({ a2a: config.a2a, auth: config.auth, publicUrl, commands: commands(caller), tokenUrl: options.tokenUrl?.() }, withSkills);
+  // The public card carries the catalogue only with a2a.publicSkills, and then only what has no
+  // `access` list (it is everyone's); the extended card carries what its caller may use.
+  const card = () => cardFor(NOBODY, config.a2a.publicSkills);
+  const extendedCard = async (context: ServerCallContext) => cardFor((context.user as GatewayUser | undefined)?.principal ?? NOBODY);
   const executor = new CommandExecutor({
-    commandOf: (type) => executable(catalogue.byType(type), config.backends),
+    commandOf: (type, caller) => {
+      const entry = catalogue.byType(type);
+      return entry && access.command(caller, entry) ? executable(entry, config.backends) : undefined;
+    },
     commands,
-    submit: async (principal, envelope) => {
-      await options.ingestion.submit({ principal, readBody: async () => envelope });
+    // The caller's grants go with the envelope: the pipeline applies `access` as for any front.
+    submit: async (caller, envelope) => {
+      await options.ingestion.submit({ principal: caller.id, caller, readBody: async () => envelope });
     },
     tail: options.tail,
     aliases: options.aliases,
@@ -90,7 +101,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     onOutcome: (outcome) => options.metrics.push(outcome),
     logger: options.logger,
   });
-  const handler = new TaskRequestHandler({ card: card(), taskStore: options.taskStore, executor, pushStore, pushSender, extendedCard: async () => fullCard() });
+  const handler = new TaskRequestHandler({ card: card(), taskStore: options.taskStore, executor, pushStore, pushSender, extendedCard });
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);

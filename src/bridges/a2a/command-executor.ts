@@ -20,6 +20,8 @@ import { ProtoError } from '../../errors.ts';
 import type { CloudEvent } from '../../log/EventLog.ts';
 import { commandOutcome, type OutcomeRules } from './command-outcome.ts';
 import type { SkillSource } from './agent-card.ts';
+import { NOBODY } from '../../edge/access-rules.ts';
+import type { Principal } from '../../edge/credentials.ts';
 import type { GatewayUser } from './gateway-user.ts';
 
 /** A command type the executor can send, with what ends its task. */
@@ -33,14 +35,14 @@ export interface A2aExecutorMetrics {
   artifact(): void;
 }
 
-/** What the executor needs. */
+/** What the executor needs. Per-caller catalogues: each answers for the caller it is given. */
 export interface CommandExecutorOptions {
-  /** The command type, or undefined when it is not in the catalogue. */
-  commandOf(type: string): ExecutableCommand | undefined;
-  /** Every command type (listed to a task waiting for a command). */
-  commands(): readonly SkillSource[];
-  /** Submits a command envelope (the ingestion pipeline); throws catalogue `ProtoError`s. */
-  submit(principal: string, envelope: Record<string, unknown>): Promise<void>;
+  /** The command type, or undefined when it is not in the catalogue or `caller` may not see it. */
+  commandOf(type: string, caller: Principal): ExecutableCommand | undefined;
+  /** Every command type `caller` may send (listed to a task waiting for a command). */
+  commands(caller: Principal): readonly SkillSource[];
+  /** Submits a command envelope for `caller` (the ingestion pipeline, with its grants); throws catalogue `ProtoError`s. */
+  submit(caller: Principal, envelope: Record<string, unknown>): Promise<void>;
   tail: LiveTail;
   aliases: AliasSource;
   /** `a2a.settle`, in ms. */
@@ -78,19 +80,20 @@ export class CommandExecutor implements AgentExecutor {
     const message = request.userMessage;
     const command = commandPart(message);
     const task = new TaskReporter(request, bus, this.#options.metrics);
+    // The SDK hands over the user the bridge made; without one, the caller holds nothing.
+    const caller = (request.context.user as GatewayUser | undefined)?.principal ?? NOBODY;
     task.start(message);
     if (!namesCommand(command)) {
-      task.inputRequired(this.#guidance(command === undefined ? 'This message has no data part.' : 'The data part has no "type".'));
+      task.inputRequired(this.#guidance(caller, command === undefined ? 'This message has no data part.' : 'The data part has no "type".'));
       bus.finished();
       return;
     }
     const cancel = new AbortController();
     this.#running.set(request.taskId, cancel);
     try {
-      const user = request.context.user as GatewayUser | undefined;
-      const ending = await this.#run(command, user, task, cancel.signal);
+      const ending = await this.#run(command, caller, task, cancel.signal);
       task.end(ending);
-      this.#options.logger.debug({ taskId: request.taskId, state: TaskState[ending.state], principal: user?.userName }, 'a2a task ended');
+      this.#options.logger.debug({ taskId: request.taskId, state: TaskState[ending.state], principal: caller.id }, 'a2a task ended');
     } finally {
       this.#running.delete(request.taskId);
       bus.finished();
@@ -113,16 +116,16 @@ export class CommandExecutor implements AgentExecutor {
   }
 
   /** Checks, submits and follows one command; resolves with how the task ends. */
-  async #run(command: CommandRequest & { type: string }, user: GatewayUser | undefined, task: TaskReporter, signal: AbortSignal): Promise<Ending> {
-    const refusal = this.#refusal(command, user);
+  async #run(command: CommandRequest & { type: string }, caller: Principal, task: TaskReporter, signal: AbortSignal): Promise<Ending> {
+    const refusal = this.#refusal(command, caller);
     if (refusal) return refused(refusal);
-    const entry = this.#options.commandOf(command.type) as ExecutableCommand;
+    const entry = this.#options.commandOf(command.type, caller) as ExecutableCommand;
     const id = randomUUID();
     // Opened before the command is submitted, so no correlated event can slip past.
     const { filter, aliasesFor } = await followAliases({ correlationId: id }, this.#options.aliases);
     const stream = openTailStream(this.#options.tail, { transport: 'a2a', filter, aliasesFor, closeOnTerminal: false });
     try {
-      await this.#options.submit(user?.userName ?? 'anonymous', envelopeOf(id, entry, command));
+      await this.#options.submit(caller, envelopeOf(id, entry, command));
     } catch (err) {
       stream.close();
       return refused(err);
@@ -135,10 +138,10 @@ export class CommandExecutor implements AgentExecutor {
     }
   }
 
-  /** A refusal that needs no pipeline: no `write` scope, or an unknown type. */
-  #refusal(command: CommandRequest & { type: string }, user: GatewayUser | undefined): ProtoError | undefined {
-    if (user !== undefined && !user.scopes.has('write')) return new ProtoError('FORBIDDEN', 'sending a command needs the write scope');
-    if (this.#options.commandOf(command.type) === undefined) {
+  /** A refusal that needs no pipeline: no `write` scope, or a type unknown to (or hidden from) the caller. */
+  #refusal(command: CommandRequest & { type: string }, caller: Principal): ProtoError | undefined {
+    if (!caller.scopes.has('write')) return new ProtoError('FORBIDDEN', 'sending a command needs the write scope');
+    if (this.#options.commandOf(command.type, caller) === undefined) {
       return new ProtoError('UNKNOWN_COMMAND_TYPE', `no command type ${command.type}; the agent card lists the skills`);
     }
     return undefined;
@@ -170,9 +173,9 @@ export class CommandExecutor implements AgentExecutor {
     }
   }
 
-  /** The status message of an `input-required` task: why, the skills, and the data part expected. */
-  #guidance(why: string): Part[] {
-    const commands = this.#options.commands();
+  /** The status message of an `input-required` task: why, the skills the caller may use, and the data part expected. */
+  #guidance(caller: Principal, why: string): Part[] {
+    const commands = this.#options.commands(caller);
     const lines = commands.map((c) => `- ${c.type} (${c.schema} ${c.version}, ${c.backend})${c.description ? `: ${c.description}` : ''}`);
     const text = [
       why,

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { GatewayConfig } from '../../config/types.ts';
+import type { AccessRules } from '../../edge/access-rules.ts';
 import type { Admission } from '../../edge/admission.ts';
 import type { Lifecycle } from '../../lifecycle.ts';
 import { a2aMetrics } from '../../metrics/a2a.ts';
@@ -28,6 +29,8 @@ export interface A2aDeps {
   post: A2aBridgeOptions['post'];
   /** The one admission path: method scopes and the stream pool. */
   admission: Admission;
+  /** Per-caller catalogues: the skills each caller is shown and may use. */
+  access: AccessRules;
   /** With `auth.type: oauth2`: the token endpoint the card's security schemes name, once known. */
   tokenUrl?: () => string | undefined;
   registry: Registry;
@@ -43,7 +46,7 @@ export async function createA2a(deps: A2aDeps): Promise<A2aBridge | undefined> {
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: deps.publicUrl, catalogue: deps.catalogue, ingestion: deps.ingestion, aliases: deps.aliases, tail: deps.tail,
-    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, tokenUrl: deps.tokenUrl, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
+    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, access: deps.access, tokenUrl: deps.tokenUrl, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
   });
   life.add(bridge.executor);
   life.add(bridge.pushSender);

@@ -1,6 +1,6 @@
 /**
- * The authenticated gateway principal as the A2A SDK's `User`: tasks are scoped to its id, and
- * the executor checks its scopes.
+ * The authenticated gateway principal as the A2A SDK's `User`: tasks are scoped to its id, the
+ * executor checks its scopes, and its grants reach the command pipeline and the skills it is shown.
  */
 import type { User } from '@a2a-js/sdk/server';
 import type { Scope } from '../../config/types.ts';
@@ -26,5 +26,10 @@ export class GatewayUser implements User {
   /** The principal's scopes. */
   get scopes(): ReadonlySet<Scope> {
     return this.#principal.scopes;
+  }
+
+  /** The admitted principal itself, grants included (per-caller catalogues, the command pipeline). */
+  get principal(): Principal {
+    return this.#principal;
   }
 }

@@ -24,8 +24,8 @@ export interface TaskRequestHandlerOptions {
   executor: AgentExecutor;
   pushStore: PushNotificationStore;
   pushSender: PushNotificationSender;
-  /** The authenticated extended card (`GetExtendedAgentCard`); absent: the SDK's "not configured". */
-  extendedCard?: () => Promise<AgentCard>;
+  /** The authenticated extended card of the caller (`GetExtendedAgentCard`); absent: the SDK's "not configured". */
+  extendedCard?: (context: ServerCallContext) => Promise<AgentCard>;
 }
 
 /** `DefaultRequestHandler` refusing a message for a task that is not waiting for input. */

@@ -8,13 +8,14 @@
  *
  * Correlation aliases: a subscription that follows a command id (`aliasesFor`) has a
  * `correlationIds` filter; `addAlias` widens it when the dispatcher learns the backend's own id,
- * so the backend's events (and its terminal event) reach it.
+ * so the backend's events (and its terminal event) reach it, including those appended before the
+ * alias was known here (the subscriber searches the log for them).
  *
  * On one node the source is the event log's appends; on Redis, a blocking stream read feeding the
  * same `subscribe`. `close()` ends every subscription with reason `shutdown`.
  */
 import type { Logger } from 'pino';
-import { MAX_CORRELATION_IDS, type EventLog, type StoredEvent } from '../../log/EventLog.ts';
+import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
 import { TailEvent } from './tail-event.ts';
 import { TailSubscriber, type TailSubscriberOptions } from './tail-subscriber.ts';
 
@@ -39,6 +40,8 @@ export interface TailAttachment {
 interface Attached {
   subscriber: TailSubscriber<unknown>;
   close(): void;
+  /** Ends the stream after a failed read of the log (reason `error`). */
+  fail(): void;
   aliasesFor?: string;
 }
 
@@ -75,7 +78,7 @@ export class LiveTail {
   attach<F>(request: TailRequest<F>): TailAttachment {
     const { afterId, afterPosition, aliasesFor, ...options } = request;
     const subscriber = new TailSubscriber<F>({ ...options, source: this.#source }, afterId !== undefined || afterPosition !== undefined);
-    const attached: Attached = { subscriber: subscriber as TailSubscriber<unknown>, close: () => options.connection.close('shutdown'), aliasesFor };
+    const attached: Attached = { subscriber: subscriber as TailSubscriber<unknown>, close: () => options.connection.close('shutdown'), fail: () => options.connection.close('error'), aliasesFor };
     this.#subscribeToSource();
     this.#attached.add(attached);
     if (aliasesFor !== undefined) this.#byCommand.set(aliasesFor, (this.#byCommand.get(aliasesFor) ?? new Set()).add(attached));
@@ -94,8 +97,11 @@ export class LiveTail {
    */
   addAlias(id: string, alias: string): void {
     for (const attached of this.#byCommand.get(id) ?? []) {
-      const ids = attached.subscriber.filter.correlationIds;
-      if (ids && !ids.includes(alias) && ids.length < MAX_CORRELATION_IDS) ids.push(alias);
+      // Its events may have gone by already (appended before the alias was known here): the subscriber searches the log.
+      attached.subscriber.followAlias(alias).catch((err: unknown) => {
+        this.#logger.warn({ err }, 'live tail could not search the log for a correlation alias');
+        attached.fail();
+      });
     }
   }
 

@@ -10,12 +10,21 @@
  * event at or below the cursor is skipped, so nothing is sent twice. The log is the real buffer:
  * replay reads it page by page at the client's pace, and when the held live events pass
  * byte bound they are dropped from memory and read again from the log instead.
+ *
+ * A correlation alias learnt while the subscription is open (`followAlias`) widens its filter, but
+ * the backend's events under that alias may already have gone by: the ingestor can append them
+ * before the dispatcher reads the backend's answer, and on another replica the log's tail and the
+ * alias notice arrive on two connections in either order. So a late alias also searches the log
+ * from the subscription's start up to what it has already looked at: events still ahead of the
+ * cursor join the held ones in log order; events behind it (the stream has moved past them) are
+ * sent at once, out of log order, without moving the cursor, so nothing is lost (a client that
+ * resumes from such an event may see later ones again).
  */
-import type { CloudEvent, EventFilter, EventLog } from '../../log/EventLog.ts';
+import { MAX_CORRELATION_IDS, type CloudEvent, type EventFilter, type EventLog } from '../../log/EventLog.ts';
 import { recordDelivery } from '../../telemetry/tracing.ts';
 import { matchesFilter } from '../../log/event-query.ts';
 import { isTerminalType } from '../../mapping/names.ts';
-import type { TailEncoding, TailEvent } from './tail-event.ts';
+import { TailEvent, type TailEncoding } from './tail-event.ts';
 
 /** Why a subscription ended. */
 export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error';
@@ -83,12 +92,23 @@ export class TailSubscriber<F> {
   #heldBytes = 0;
   /** Held events were dropped: the log must be read again before going live. */
   #overflowed = false;
+  /** Position of the last event the fan-out offered (any filter). */
+  #lastOffered = 0;
+  /** True for a subscriber that replays after a known point (its start is the replay point, once known). */
+  #replays: boolean;
+  /** The replay point: the position after which this subscription's events start. */
+  #replayFrom: number | undefined;
+  /** Aliases learnt after events went by: the log is searched for theirs before going live again. */
+  #lateAliases: string[] = [];
+  /** Positions sent since the first pending late alias was learnt (a replay page already in flight may have carried its events). */
+  #sentSinceAlias: Set<number> | undefined;
 
   /** A subscriber that will replay from a `Last-Event-ID` starts in catch-up; otherwise it is live at once. */
   constructor(options: TailSubscriberOptions<F>, replay: boolean) {
     this.#options = options;
     this.#connection = options.connection;
     this.#live = !replay;
+    this.#replays = replay;
   }
 
   /** The subscription's filter (the live tail widens its `correlationIds` when an alias is learnt). */
@@ -100,9 +120,35 @@ export class TailSubscriber<F> {
   offer(event: TailEvent): void {
     if (this.#connection.closed) return;
     this.#firstOffered ??= event.position;
+    this.#lastOffered = event.position;
     if (!matchesFilter(event.keys, this.#options.filter)) return;
     if (this.#live) this.#sendLive(event);
     else this.#hold(event);
+  }
+
+  /**
+   * `alias` now also correlates the command this subscription follows: its filter matches it from
+   * now on, and the events under it that already went by are searched for in the log and sent
+   * (see the file comment). Resolves when that search is done (at once when none is needed);
+   * rejects when the log cannot be read (the caller closes the stream).
+   */
+  followAlias(alias: string): Promise<void> {
+    const ids = this.#options.filter.correlationIds;
+    if (!ids || ids.includes(alias) || ids.length >= MAX_CORRELATION_IDS || this.#connection.closed) return Promise.resolve();
+    ids.push(alias);
+    // Nothing looked at yet: every read from now on has the alias.
+    if (this.#start() === undefined) return Promise.resolve();
+    this.#lateAliases.push(alias);
+    this.#sentSinceAlias ??= new Set();
+    if (!this.#live) return Promise.resolve(); // the catch-up loop running now searches before it goes live
+    this.#live = false;
+    return this.#catchUp(false);
+  }
+
+  /** The position after which this subscription's events start; undefined while nothing has been looked at. */
+  #start(): number | undefined {
+    if (this.#replays) return this.#replayFrom;
+    return this.#firstOffered === undefined ? undefined : this.#firstOffered - 1;
   }
 
   /**
@@ -114,12 +160,13 @@ export class TailSubscriber<F> {
     if (this.#connection.closed) return;
     this.#options.metrics.replay(position === undefined ? 'reset' : 'replayed');
     if (position !== undefined) {
-      this.#cursor = position;
+      this.#cursor = this.#replayFrom = position;
       return this.#catchUp(true);
     }
     this.#connection.reset?.();
     // Live starts with the first event offered after subscribing; held events are all after it.
     this.#cursor = this.#firstOffered === undefined ? 0 : this.#firstOffered - 1;
+    this.#replays = false;
     return this.#catchUp(false);
   }
 
@@ -127,18 +174,23 @@ export class TailSubscriber<F> {
   async replayAfter(position: number): Promise<void> {
     if (this.#connection.closed) return;
     this.#options.metrics.replay('replayed');
-    this.#cursor = position;
+    this.#cursor = this.#replayFrom = position;
     return this.#catchUp(true);
   }
 
   /**
-   * Reads log pages (when asked to, or when held events were dropped), then sends the held events
-   * past the cursor, and goes live the moment nothing is held: that check and the switch happen
-   * in one synchronous step, so no offered event can slip between them.
+   * Reads log pages (when asked to, or when held events were dropped) and searches the log for the
+   * events of late aliases, then sends the held events past the cursor, and goes live the moment
+   * nothing is held: that check and the switch happen in one synchronous step, so no offered event
+   * can slip between them.
    */
   async #catchUp(fromLog: boolean): Promise<void> {
     let readLog = fromLog;
     while (!this.#connection.closed) {
+      if (this.#lateAliases.length > 0) {
+        await this.#searchLateAliases();
+        continue;
+      }
       if (this.#overflowed) {
         // Cleared before the next query, so anything dropped from now on sets it again.
         this.#overflowed = false;
@@ -169,6 +221,41 @@ export class TailSubscriber<F> {
     return page.next !== undefined;
   }
 
+  /**
+   * Finds the events of the late aliases among those already looked at (after the start, up to the
+   * cursor or the last event offered): those behind the cursor are sent now (unless a page read
+   * since the alias was learnt sent them), those ahead of it are held in log order. Later events
+   * reach the subscriber through the widened filter.
+   */
+  async #searchLateAliases(): Promise<void> {
+    const aliases = this.#lateAliases.splice(0);
+    const sent = this.#sentSinceAlias ?? new Set<number>();
+    this.#sentSinceAlias = undefined;
+    const upTo = Math.max(this.#cursor, this.#lastOffered);
+    const { correlationId: _id, correlationIds: _ids, ...rest } = this.#options.filter;
+    let after = this.#start() ?? 0;
+    while (after < upTo && !this.#connection.closed) {
+      const page = await this.#options.source.query({ ...rest, correlationIds: aliases }, after, REPLAY_PAGE_SIZE);
+      for (const stored of page.events) {
+        if (stored.position > upTo) return;
+        if (stored.position > this.#cursor) this.#hold(new TailEvent(stored));
+        else if (!sent.has(stored.position) && !(await this.#sendBehind(stored.position, stored.event, this.#options.encoding.encode(stored.event)))) return;
+      }
+      if (page.next === undefined || page.next <= after) return;
+      after = page.next;
+    }
+  }
+
+  /** Sends an event the cursor has passed (a late alias's), leaving the cursor; false when the stream is closed. */
+  async #sendBehind(position: number, event: CloudEvent, frame: F): Promise<boolean> {
+    this.#sentSinceAlias?.add(position);
+    if (!(await this.#connection.sendPaced(frame))) return false;
+    this.#options.metrics.sent(1);
+    this.#delivered(event);
+    return !this.#endIfTerminal(event.type);
+  }
+
+  /** Holds an offered event (or a late alias's), in log order; drops them all past the byte bound. */
   #hold(event: TailEvent): void {
     const size = this.#options.encoding.size(event.frame(this.#options.encoding));
     if (this.#heldBytes + size > this.#options.maxHeldBytes) {
@@ -178,13 +265,17 @@ export class TailSubscriber<F> {
       this.#overflowed = true;
       return;
     }
-    this.#held.push(event);
+    let at = this.#held.length;
+    while (at > 0 && this.#held[at - 1].position >= event.position) at--;
+    if (this.#held[at]?.position === event.position) return;
+    this.#held.splice(at, 0, event);
     this.#heldBytes += size;
   }
 
   #sendLive(event: TailEvent): void {
     if (event.position <= this.#cursor) return;
     this.#cursor = event.position;
+    this.#sentSinceAlias?.add(event.position);
     if (!this.#connection.send(event.frame(this.#options.encoding))) return;
     this.#options.metrics.sent(1);
     this.#delivered(event.event);
@@ -194,6 +285,7 @@ export class TailSubscriber<F> {
   /** Sends at the client's pace; false when the stream is closed (or just closed on a terminal event). */
   async #sendPaced(position: number, event: CloudEvent, frame: F): Promise<boolean> {
     this.#cursor = position;
+    this.#sentSinceAlias?.add(position);
     if (!(await this.#connection.sendPaced(frame))) return false;
     this.#options.metrics.sent(1);
     this.#delivered(event);

@@ -6,8 +6,11 @@
  * pushed as `notifications/resources/updated` with the event, next to `notifications/proto/event`)
  * and of the caller's own commands (`proto-gateway://events/mine`, for `subscriptions/listen`).
  * Every document is JSON (`application/json`). An unknown URI is the SDK's resource-not-found error.
+ * Per-caller catalogues: a caller is listed and reads only what its `view` shows (a hidden schema is
+ * not found, as an unknown one).
  */
 import { ResourceNotFoundError } from '@modelcontextprotocol/server';
+import type { CallerView } from '../../edge/access-rules.ts';
 import { isProtoError } from '../../errors.ts';
 import type { ToolSurface } from './mcp-tools.ts';
 
@@ -48,8 +51,8 @@ export const RESOURCE_TEMPLATES = [
   { uriTemplate: `${CORRELATION_URI_PREFIX}{correlationId}`, name: 'correlated-events', description: 'The events of one correlation id (subscribable)', mimeType: JSON_TYPE },
 ];
 
-/** The fixed resources, then one per command, query and event schema. */
-export function listResources(surface: Pick<ToolSurface, 'commands' | 'queries' | 'events'>): ResourceEntry[] {
+/** The fixed resources, then one per command, query and event schema the caller sees. */
+export function listResources(surface: Pick<ToolSurface, 'commands' | 'queries' | 'events'>, view: CallerView): ResourceEntry[] {
   const fixed: ResourceEntry[] = [
     { uri: `${RESOURCE_SCHEME}manifest`, name: 'manifest', description: 'The discovery manifest (/.well-known/proto)', mimeType: JSON_TYPE },
     { uri: `${RESOURCE_SCHEME}commands`, name: 'command-catalogue', description: 'The commands the services accept', mimeType: JSON_TYPE },
@@ -59,15 +62,15 @@ export function listResources(surface: Pick<ToolSurface, 'commands' | 'queries' 
   const item = (kind: string, schema: string, version: string): ResourceEntry => ({ uri: `${RESOURCE_SCHEME}${kind}/${schema}/${version}`, name: `${kind}/${schema}/${version}`, mimeType: JSON_TYPE });
   return [
     ...fixed,
-    ...surface.commands.catalogue.list().map((c) => item('commands', c.schema, c.version)),
-    ...surface.queries.catalogue.list().map((q) => item('queries', q.schema, q.version)),
-    ...surface.events.catalogue.entries().map((e) => item('events', e.schema, e.version)),
+    ...surface.commands.catalogue.list(undefined, view.command).map((c) => item('commands', c.schema, c.version)),
+    ...surface.queries.catalogue.list(undefined, view.query).map((q) => item('queries', q.schema, q.version)),
+    ...surface.events.catalogue.entries(undefined, view.event).map((e) => item('events', e.schema, e.version)),
   ];
 }
 
 /** Reads one resource as its JSON document. */
-export async function readResource(surface: Pick<ToolSurface, 'commands' | 'queries' | 'events' | 'manifest'>, uri: string): Promise<{ contents: Array<{ uri: string; mimeType: string; text: string }> }> {
-  const document = await documentOf(surface, uri).catch((err: unknown) => {
+export async function readResource(surface: Pick<ToolSurface, 'commands' | 'queries' | 'events' | 'manifest'>, uri: string, view: CallerView): Promise<{ contents: Array<{ uri: string; mimeType: string; text: string }> }> {
+  const document = await documentOf(surface, uri, view).catch((err: unknown) => {
     if (isProtoError(err)) throw new ResourceNotFoundError(uri);
     throw err;
   });
@@ -75,7 +78,7 @@ export async function readResource(surface: Pick<ToolSurface, 'commands' | 'quer
   return { contents: [{ uri, mimeType: JSON_TYPE, text: JSON.stringify(document) }] };
 }
 
-async function documentOf(surface: Pick<ToolSurface, 'commands' | 'queries' | 'events' | 'manifest'>, uri: string): Promise<unknown> {
+async function documentOf(surface: Pick<ToolSurface, 'commands' | 'queries' | 'events' | 'manifest'>, uri: string, view: CallerView): Promise<unknown> {
   const correlationId = correlationOf(uri);
   if (correlationId !== undefined) return surface.events.page(new URLSearchParams({ correlationId }));
   if (!uri.startsWith(RESOURCE_SCHEME)) return undefined;
@@ -83,14 +86,14 @@ async function documentOf(surface: Pick<ToolSurface, 'commands' | 'queries' | 'e
   if (rest.length > 0) return undefined;
   if (schema === undefined) {
     if (kind === 'manifest') return surface.manifest.current();
-    if (kind === 'commands') return { commands: surface.commands.catalogue.list() };
-    if (kind === 'queries') return { queries: surface.queries.catalogue.list() };
-    if (kind === 'events') return { events: surface.events.catalogue.entries() };
+    if (kind === 'commands') return { commands: surface.commands.catalogue.list(undefined, view.command) };
+    if (kind === 'queries') return { queries: surface.queries.catalogue.list(undefined, view.query) };
+    if (kind === 'events') return { events: surface.events.catalogue.entries(undefined, view.event) };
     return undefined;
   }
   if (version === undefined) return undefined;
-  if (kind === 'commands') return surface.commands.catalogue.schemaDocument(schema, version);
-  if (kind === 'queries') return surface.queries.catalogue.document(schema, version);
-  if (kind === 'events') return surface.events.catalogue.schema(schema, version);
+  if (kind === 'commands') return surface.commands.catalogue.schemaDocument(schema, version, undefined, view.command);
+  if (kind === 'queries') return surface.queries.catalogue.document(schema, version, undefined, view.query);
+  if (kind === 'events') return surface.events.catalogue.schema(schema, version, undefined, view.event);
   return undefined;
 }

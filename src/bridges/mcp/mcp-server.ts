@@ -12,7 +12,8 @@ import type { AliasSource } from '../live-tail/aliases.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
 import { CommandFollow } from './command-follow.ts';
 import type { FollowOwner, FollowStore } from './follow-store.ts';
-import { TOOL_DEFINITIONS } from './mcp-tool-set.ts';
+import { toolsFor } from './mcp-tool-set.ts';
+import { NOBODY } from '../../edge/access-rules.ts';
 import { correlationOf, listResources, readResource, RESOURCE_TEMPLATES } from './mcp-resources.ts';
 import type { ToolRunner, ToolSession, ToolSurface } from './mcp-tools.ts';
 
@@ -63,8 +64,9 @@ export function createServerFactory(options: McpServerOptions): McpServerFactory
       { capabilities: { tools: {}, resources: { subscribe: true }, logging: {} }, instructions: INSTRUCTIONS },
     );
     resourceHandlers(server, options, caller);
+    // Each caller is listed the tools its scopes allow (a read-only caller has no send_command).
     // The definitions are plain JSON (the SDK's JSON value type is narrower than `object`).
-    server.setRequestHandler('tools/list', () => ({ tools: TOOL_DEFINITIONS as never }));
+    server.setRequestHandler('tools/list', () => ({ tools: toolsFor((caller?.principal ?? NOBODY).scopes) as never }));
     server.setRequestHandler('tools/call', async (request, ctx) => {
       // The bridge sets the caller on every request it lets through; none here is a wiring bug.
       if (!caller) throw new Error('MCP request without a caller');
@@ -89,9 +91,11 @@ export function createServerFactory(options: McpServerOptions): McpServerFactory
 
 /** `resources/*`: list, templates, read, and subscribe (2025 era) to a correlation id's events. */
 function resourceHandlers(server: Server, options: McpServerOptions, caller: McpCaller | undefined): void {
-  server.setRequestHandler('resources/list', () => ({ resources: listResources(options.surface) }));
+  // Per-caller catalogues; without a caller (a wiring bug) only what has no `access` list.
+  const view = options.surface.access.viewOf(caller?.principal ?? NOBODY);
+  server.setRequestHandler('resources/list', () => ({ resources: listResources(options.surface, view) }));
   server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
-  server.setRequestHandler('resources/read', (request) => readResource(options.surface, request.params.uri));
+  server.setRequestHandler('resources/read', (request) => readResource(options.surface, request.params.uri, view));
   server.setRequestHandler('resources/subscribe', async (request) => {
     const correlationId = correlationOf(request.params.uri);
     // The caller's own commands are followed already; another URI changes only when the catalogues do.

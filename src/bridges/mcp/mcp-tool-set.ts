@@ -5,6 +5,7 @@
  * schemas are compiled once, at boot; the tools themselves live in `mcp-tools.ts`.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { scopeOf, type Operation } from '../../edge/operations.ts';
 
 /** A JSON Schema object (`type: object`) as MCP's `tools/list` carries it. */
 export interface ToolInputSchema {
@@ -145,6 +146,16 @@ export const TOOL_DEFINITIONS: ToolDefinition[] = ([
     },
   },
 ] as ToolDefinition[]).map((tool) => ({ ...tool, inputSchema: { $schema: INPUT_SCHEMA_DIALECT, ...tool.inputSchema } }));
+
+/** The row of the operations table a tool is checked against: the sending tools write, every other one reads. */
+export function toolOperation(name: ToolName): Operation {
+  return name === 'send_command' || name === 'send_command_and_wait' ? 'mcp.send_command' : 'mcp.session';
+}
+
+/** The tools `scopes` may use, as `tools/list` shows them to that caller. */
+export function toolsFor(scopes: ReadonlySet<string>): ToolDefinition[] {
+  return TOOL_DEFINITIONS.filter((tool) => scopes.has(scopeOf(toolOperation(tool.name))));
+}
 
 /** A compiled check of each tool's arguments: returns the problems, or an empty list. */
 export type ArgumentCheck = (args: unknown) => string[];

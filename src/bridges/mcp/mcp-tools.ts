@@ -5,8 +5,8 @@
  * wrong (MCP clients show the model only that text); arguments are checked against the closed
  * input schemas first.
  */
-import type { AccessRules } from '../../edge/access-rules.ts';
 import { randomUUID } from 'node:crypto';
+import type { AccessRules } from '../../edge/access-rules.ts';
 import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { QueryCatalogue } from '../../catalogue/query-catalogue.ts';
@@ -15,6 +15,7 @@ import { errorStatus, isProtoError, ProtoError, type ErrorCode } from '../../err
 import type { Principal } from '../../http/route.ts';
 import { newTraceparent } from '../../http/trace.ts';
 import type { Admission } from '../../edge/admission.ts';
+import { forwardedCaller } from '../../edge/forwarded-caller.ts';
 import type { CloudEvent, EventFilter } from '../../log/EventLog.ts';
 import type { EventList } from '../../log/history.ts';
 import type { PublicManifest } from '../../manifest/public-manifest.ts';
@@ -23,12 +24,12 @@ import type { QueryRunner } from '../../queries/query-runner.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
 import { openTailStream } from '../live-tail/tail-stream.ts';
 import type { CommandFollow } from './command-follow.ts';
-import { compileArgumentChecks, TOOL_DEFINITIONS, type ToolName } from './mcp-tool-set.ts';
+import { compileArgumentChecks, TOOL_DEFINITIONS, toolOperation, type ToolName } from './mcp-tool-set.ts';
 import { activeTraceparent, annotate, inSpan, SpanKind, startSpan } from '../../telemetry/tracing.ts';
 
 /** The gateway surface the tools run on. */
 export interface ToolSurface {
-  commands: { catalogue: CommandCatalogue; ingestion: CommandIngestion; access?: AccessRules };
+  commands: { catalogue: CommandCatalogue; ingestion: CommandIngestion };
   queries: { catalogue: QueryCatalogue; runner: QueryRunner };
   events: {
     catalogue: EventCatalogue;
@@ -42,6 +43,8 @@ export interface ToolSurface {
   metrics: McpMetrics;
   /** The admission path: tools that write are checked against the operations table. */
   admission: Pick<Admission, 'authorize'>;
+  /** Per-caller catalogues: what a caller may not use is neither listed nor described nor run (unknown, as on HTTP). */
+  access: AccessRules;
 }
 
 /** The caller a tool runs for, and how it follows a command's events. */
@@ -106,20 +109,21 @@ async function runTool(surface: ToolSurface, checks: ReturnType<typeof compileAr
 
 function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
   const { commands, queries, events } = surface;
+  const view = (session: ToolSession) => surface.access.viewOf(session.principal);
   return new Map<ToolName, Tool>([
-    // Per-caller catalogue: what the caller may not send is not listed (the schema is refused as unknown).
-    ['get_command_catalogue', async (_a, s) => ({ commands: commands.catalogue.list(undefined, (e) => commands.access?.command(s.principal, e) ?? true) })],
-    ['get_command_schema', async (a, s) => commands.catalogue.schemaDocument(String(a.schema), String(a.version), undefined, (e) => commands.access?.command(s.principal, e) ?? true)],
+    // Per-caller catalogues: what the caller may not use is not listed, and naming it is refused as unknown.
+    ['get_command_catalogue', async (_a, s) => ({ commands: commands.catalogue.list(undefined, view(s).command) })],
+    ['get_command_schema', async (a, s) => commands.catalogue.schemaDocument(String(a.schema), String(a.version), undefined, view(s).command)],
     ['send_command', async (a, s) => {
       // Followed before it is submitted: no event of it can come before the follow exists.
-      surface.admission.authorize(s.principal, 'mcp.send_command');
+      surface.admission.authorize(s.principal, toolOperation('send_command'));
       const id = randomUUID();
       await s.follow(id);
       await submitOr(commands.ingestion, id, a, s, () => s.unfollow(id));
       return { id, correlationId: id, push: 'notifications/proto/event' };
     }],
     ['send_command_and_wait', async (a, s) => {
-      surface.admission.authorize(s.principal, 'mcp.send_command');
+      surface.admission.authorize(s.principal, toolOperation('send_command_and_wait'));
       const id = randomUUID();
       const follow = await s.watch(id);
       await submitOr(commands.ingestion, id, a, s, async () => follow.close());
@@ -127,16 +131,16 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
       follow.close();
       return { id, correlationId: id, events: [...follow.events], complete: ended === 'terminal' };
     }],
-    ['get_query_catalogue', async () => ({ queries: queries.catalogue.list() })],
-    ['get_query_schema', async (a) => queries.catalogue.document(String(a.schema), String(a.version))],
-    ['execute_query', async (a) => {
-      const result = await queries.runner.run({ schema: String(a.schema), query: searchParams(a.params), traceparent: activeTraceparent() ?? newTraceparent() });
+    ['get_query_catalogue', async (_a, s) => ({ queries: queries.catalogue.list(undefined, view(s).query) })],
+    ['get_query_schema', async (a, s) => queries.catalogue.document(String(a.schema), String(a.version), undefined, view(s).query)],
+    ['execute_query', async (a, s) => {
+      const result = await queries.runner.run({ schema: String(a.schema), query: searchParams(a.params), traceparent: activeTraceparent() ?? newTraceparent(), caller: forwardedCaller(s.principal), visible: view(s).query });
       if (result.status >= 400) throw queryRefusal(result.status, result.body);
       return result.body ?? null;
     }],
     ['get_manifest', async () => surface.manifest.current()],
     ['get_events', async (a) => events.page(searchParams(a.params))],
-    ['get_event_schema', async (a) => events.catalogue.schema(String(a.schema), String(a.version))],
+    ['get_event_schema', async (a, s) => events.catalogue.schema(String(a.schema), String(a.version), undefined, view(s).event)],
     ['sample_event_stream', async (a) => sample(surface, a)],
   ]);
 }

@@ -6,6 +6,7 @@
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { EventsConfig } from '../../config/types.ts';
+import type { AccessRules } from '../../edge/access-rules.ts';
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory, type EventList } from '../../log/history.ts';
 import { isoTime, positiveInteger, text } from '../params.ts';
@@ -16,6 +17,8 @@ export interface EventRoutesOptions {
   catalogue: EventCatalogue;
   backends: BackendDirectory;
   events: EventsConfig;
+  /** Per-caller catalogues (`access`): a hidden event type (of a hidden backend or command) is neither listed nor described. */
+  access?: AccessRules;
   /** The ids a backend answered a command with, so `correlationId=<command id>` finds its events too (optional). */
   correlationAliases?: { aliasesOf(id: string): Promise<string[]> };
 }
@@ -24,19 +27,20 @@ export interface EventRoutesOptions {
 export function eventRoutes(options: EventRoutesOptions): Route[] {
   const history = async (ctx: RequestContext, backend?: string) => ({ status: 200, body: await readEventPage(options, ctx.query, backend) });
   const scoped = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
+  const visible = (ctx: RequestContext) => (known: { type: string; backend: string }): boolean => options.access?.event(ctx.principal, known) ?? true;
   const schema = async (ctx: RequestContext, backend?: string) => ({
     status: 200,
-    body: await options.catalogue.schema(ctx.params.schema, ctx.params.version, backend),
+    body: await options.catalogue.schema(ctx.params.schema, ctx.params.version, backend, visible(ctx)),
     contentType: 'application/schema+json',
   });
   return [
     { method: 'GET', path: '/events', handle: (ctx) => history(ctx) },
     { method: 'GET', path: '/services/:id/events', handle: (ctx) => history(ctx, scoped(ctx)) },
-    { method: 'GET', path: '/events/catalogue', handle: () => ({ status: 200, body: { events: options.catalogue.entries() } }) },
+    { method: 'GET', path: '/events/catalogue', handle: (ctx) => ({ status: 200, body: { events: options.catalogue.entries(undefined, visible(ctx)) } }) },
     {
       method: 'GET',
       path: '/services/:id/events/catalogue',
-      handle: (ctx) => ({ status: 200, body: { events: options.catalogue.entries(scoped(ctx)) } }),
+      handle: (ctx) => ({ status: 200, body: { events: options.catalogue.entries(scoped(ctx), visible(ctx)) } }),
     },
     { method: 'GET', path: '/events/:schema/:version', handle: (ctx) => schema(ctx) },
     { method: 'GET', path: '/services/:id/events/:schema/:version', handle: (ctx) => schema(ctx, scoped(ctx)) },

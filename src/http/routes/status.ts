@@ -10,7 +10,7 @@ import type { MetricObjectWithValues, MetricValue, MetricValueWithName, Registry
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { ServiceRegistry } from '../../registry/service-registry.ts';
 import { DELIVERY_STATUSES, zeroCounts, type DeliveryStatus } from '../../bridges/webhooks/DeliveryQueue.ts';
-import type { Route } from '../route.ts';
+import type { Principal, Route } from '../route.ts';
 
 /** What the status is read from. */
 export interface StatusOptions {
@@ -25,6 +25,8 @@ export interface StatusOptions {
   storage: string;
   /** When the gateway started, epoch ms. */
   startedMs: number;
+  /** Per-caller catalogues: whether the caller sees a service (a hidden one is not shown); absent = every one. */
+  visible?(principal: Principal, serviceId: string): boolean;
 }
 
 /** One service as `/status` shows it. */
@@ -40,17 +42,17 @@ export interface ServiceStatusView {
 
 /** The routes of the status view. */
 export function statusRoutes(options: StatusOptions): Route[] {
-  return [{ method: 'GET', path: '/status', handle: async () => ({ status: 200, body: await readStatus(options) }) }];
+  return [{ method: 'GET', path: '/status', handle: async (ctx) => ({ status: 200, body: await readStatus(options, (id) => options.visible?.(ctx.principal, id) ?? true) }) }];
 }
 
 /** Reads the status view. */
-export async function readStatus(options: StatusOptions): Promise<Record<string, unknown>> {
+export async function readStatus(options: StatusOptions, visible: (serviceId: string) => boolean = () => true): Promise<Record<string, unknown>> {
   const metric = async (name: string): Promise<MetricValue<string>[]> => {
     const found = options.registry.getSingleMetric(name);
     return found ? ((await found.get()) as MetricObjectWithValues<MetricValue<string>>).values : [];
   };
   const lag = new Map((await metric('proto_gateway_ingest_lag_seconds')).map((v) => [String(v.labels.backend), v.value]));
-  const services: ServiceStatusView[] = await Promise.all(options.services.list().map(async (descriptor) => {
+  const services: ServiceStatusView[] = await Promise.all(options.services.list().filter((d) => visible(d.id)).map(async (descriptor) => {
     const backend = options.backends.get(descriptor.id);
     return {
       id: descriptor.id,

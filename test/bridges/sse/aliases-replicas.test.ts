@@ -9,17 +9,17 @@ import { authorizePayment, FAST_DISPATCH, ownIdBackend, post, protoBackend } fro
 import { closeAll, eventually, freePort, tempDir, track } from '../../support/gateway.ts';
 import { spawnGateway } from '../../support/process.ts';
 import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
-import { openLive } from './support.ts';
+import { openLive, type LiveStream } from './support.ts';
 
 afterEach(closeAll);
 
-/** A gateway process on the shared Redis under `prefix` with `backends` (YAML lines, may be empty); resolves with its base URL once ready. */
-async function replica(prefix: string, backends: string): Promise<string> {
+/** A gateway process on the shared Redis under `prefix` with `backends` (YAML lines, may be empty) and `commands` settings; resolves with its base URL once ready. */
+async function replica(prefix: string, backends: string, commands = FAST_DISPATCH): Promise<string> {
   const port = await freePort();
   const file = join(tempDir(), 'gateway.yaml');
   writeFileSync(file, `server: { host: 127.0.0.1, port: ${port} }
 storage: { driver: redis, url: "${SHARED_REDIS_URL}", prefix: "${prefix}" }
-${FAST_DISPATCH}
+${commands}
 ${backends ? `backends:\n${backends}` : ''}`);
   spawnGateway(file);
   const base = `http://127.0.0.1:${port}/`;
@@ -35,6 +35,24 @@ describe('correlation aliases across gateway processes', () => {
     // Only A knows the backend: A delivers the command and ingests the backend's events; B only streams.
     const [a, b] = await Promise.all([replica(prefix, protoBackend(backend.url, 'odd')), replica(prefix, '')]);
     const command = authorizePayment();
+    const live = await openLive(`${b}events/stream?correlationId=${command.id}`);
+    expect((await post(`${a}commands`, command)).status).toBe(201);
+    const [record] = await live.events(1, 30_000);
+    expect(JSON.parse(record.data)).toMatchObject({ correlationid: `own-${command.id}`, type: 'PaymentCompletedV1' });
+    expect((await live.records.next()).done).toBe(true);
+  }, 120_000);
+
+  it('a stream open on B gets the backend\'s event that B\'s tail delivered before the alias notice arrived', async () => {
+    const prefix = randomPrefix();
+    track({ close: () => deletePrefix(SHARED_REDIS_URL, prefix) });
+    let all: LiveStream | undefined;
+    // The bad order, forced: the backend answers A (which then learns and announces the alias) only
+    // once its event has gone through B's live tail, so B's stream below was offered it unmatched.
+    const backend = await ownIdBackend('PaymentCompletedV1', { beforeAnswer: async (own) => void (await all?.eventsUntil(`evt-${own}`, 30_000)) });
+    const patient = 'commands: { dispatch: { timeout: 60s, concurrency: 4, retry: { schedule: [50ms, 50ms] } } }';
+    const [a, b] = await Promise.all([replica(prefix, protoBackend(backend.url, 'odd'), patient), replica(prefix, '', patient)]);
+    const command = authorizePayment();
+    all = await openLive(`${b}events/stream`);
     const live = await openLive(`${b}events/stream?correlationId=${command.id}`);
     expect((await post(`${a}commands`, command)).status).toBe(201);
     const [record] = await live.events(1, 30_000);
