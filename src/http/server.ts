@@ -13,7 +13,7 @@
  * `Connection: close`, so load balancers and clients move elsewhere while the components drain;
  * `settled()` waits for the requests already in flight. `close()`: the listener closes.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isProtoError, ProtoError } from '../errors.ts';
@@ -72,8 +72,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const span = httpServerSpan(req);
     void span.run(() => handle(options, state, req, res, span));
   });
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable) socket.end(unparsedRequestAnswer(err));
   });
   let closing: Promise<void> | undefined;
   return {
@@ -181,6 +181,19 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
   } catch (err) {
     fail(res, log, err);
   }
+}
+
+/**
+ * The answer to a request Node could not parse, written on the socket with the protocol's error
+ * body: 431 `HEADERS_TOO_LARGE` for a request head over the limit (a long URL with a large
+ * `traceparent`, say), 400 `INVALID_PARAMETER` for anything else that is not HTTP.
+ */
+function unparsedRequestAnswer(err: NodeJS.ErrnoException): string {
+  const error = err.code === 'HPE_HEADER_OVERFLOW'
+    ? new ProtoError('HEADERS_TOO_LARGE', 'the request line and headers exceed the size the gateway accepts')
+    : new ProtoError('INVALID_PARAMETER', 'the request is not valid HTTP/1.1');
+  const body = JSON.stringify(error.toBody());
+  return `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 function fail(res: ServerResponse, log: Logger, err: unknown): void {
