@@ -210,7 +210,7 @@ async function assemble(input: AssembleInput) {
   const carriers = credentialCarriers(config.auth);
   const queries = createQueryPath({ publicUrl, backends, timeoutMs: config.commands.dispatch.timeoutMs, credentialQueryParam: carriers.queryParam, access, registry, logger });
   life.add(queries.catalogue);
-  const ingestors = await createIngestion({ storage: config.storage, backends, log, publicUrl, ...common });
+  const ingestors = await createIngestion({ storage: config.storage, maxEventBytes: config.events.maxEventBytes, backends, log, publicUrl, ...common });
   const storageReadiness = config.storage.driver === 'redis' ? life.add(new RedisReadiness(config.storage)) : undefined;
   const services = await createRegistry({
     storage: config.storage,

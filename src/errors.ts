@@ -46,6 +46,12 @@ export const errorStatus = {
   SLOW_CONSUMER: 429,
   /** The identity provider (`auth.oauth2`: discovery, keys, introspection) cannot be reached, so a token cannot be checked yet. */
   IDENTITY_PROVIDER_UNAVAILABLE: 503,
+  /**
+   * The gateway's shared stream pool (`sse.maxConnections`: SSE, gRPC `Subscribe`, MCP and A2A
+   * streams together) is full: overload, so 503 with `Retry-After` (one caller over its own share
+   * is 429 `TOO_MANY_STREAMS`).
+   */
+  STREAMS_EXHAUSTED: 503,
   /** The request line and headers together exceed Node's limit (16 KiB by default, `--max-http-header-size`): RFC 6585 §5. */
   HEADERS_TOO_LARGE: 431,
 } as const;

@@ -32,6 +32,16 @@ export interface GatewayConfig {
     taskTtlMs: number;
     /** The public agent card lists the command catalogue as skills; default false (only the extended card, for `read`). */
     publicSkills: boolean;
+    /** Tasks one principal keeps at most (a new task beyond it: 429 `QUOTA_EXCEEDED`); default half of `maxTasks`. */
+    maxTasksPerPrincipal: number;
+    /** Push-notification configs of one task at most; default 10. */
+    maxPushConfigsPerTask: number;
+    /** Push-notification configs of one principal at most, over its tasks; default 1000. */
+    maxPushConfigsPerPrincipal: number;
+    /** Push notifications waiting for delivery at most, in this process (beyond: dropped and counted); default 1000. */
+    maxPendingPush: number;
+    /** Push notifications of one principal's tasks waiting at most; default half of `maxPendingPush`. */
+    maxPendingPushPerPrincipal: number;
   };
   mcp: {
     enabled: boolean;
@@ -168,6 +178,8 @@ export interface RedisSettings {
 
 export interface EventsConfig {
   pageSize: { default: number; max: number };
+  /** One ingested event's JSON at most, in bytes; a larger one is refused once at ingestion (counted), never on delivery. Default 2 MiB. */
+  maxEventBytes: number;
   retention: { maxEvents: number; maxAgeMs: number };
 }
 

@@ -11,7 +11,7 @@
  */
 import type { AuthConfig, GatewayConfig, Scope } from '../config/types.ts';
 import { ProtoError } from '../errors.ts';
-import type { AdmissionMetrics } from '../metrics/admission.ts';
+import type { AdmissionMetrics, QuotaLimit } from '../metrics/admission.ts';
 import { ANONYMOUS, apiKeyVerifier, challengeOf, type CredentialVerifier, type Presented, type Principal } from './credentials.ts';
 import { scopeOf, type Operation } from './operations.ts';
 import { QuotaPool } from './quota.ts';
@@ -32,12 +32,16 @@ export interface Challenges {
   insufficientScope(scope: Scope): Record<string, string>;
 }
 
+/** Seconds a caller refused by the full stream pool is asked to wait (streams last; a slot frees when one ends). */
+const STREAMS_RETRY_SECONDS = '5';
+
 /** Resolves callers, checks scopes, and holds the shared quota pools. */
 export class Admission {
   /**
    * Open streams of every push transport: SSE, gRPC `Subscribe`, MCP session streams and A2A
    * streaming calls share one pool, bounded by `sse.maxConnections` and
-   * `sse.maxConnectionsPerPrincipal` (429 `TOO_MANY_STREAMS`).
+   * `sse.maxConnectionsPerPrincipal`: a full pool is overload (503 `STREAMS_EXHAUSTED` with
+   * `Retry-After`), one caller over its share is 429 `TOO_MANY_STREAMS`.
    */
   readonly streams: QuotaPool;
   readonly metrics: AdmissionMetrics;
@@ -58,8 +62,9 @@ export class Admission {
       max: sse.maxConnections,
       maxPerPrincipal: sse.maxConnectionsPerPrincipal,
       keys: { max: 'maxConnections', maxPerPrincipal: 'maxConnectionsPerPrincipal' },
-      codes: { global: 'TOO_MANY_STREAMS', principal: 'TOO_MANY_STREAMS' },
+      codes: { global: 'STREAMS_EXHAUSTED', principal: 'TOO_MANY_STREAMS' },
       noun: 'streams',
+      globalHeaders: { 'Retry-After': STREAMS_RETRY_SECONDS },
     }, options.metrics);
   }
 
@@ -91,7 +96,7 @@ export class Admission {
   }
 
   /** Counts a refusal by a quota kept elsewhere (a store's count: A2A tasks, push configs). */
-  refused(quota: string, limit: 'principal' | 'global'): void {
+  refused(quota: string, limit: QuotaLimit): void {
     this.metrics.refused(quota, limit);
   }
 }

@@ -33,6 +33,8 @@ export interface QuotaLimits {
   codes: { global: ErrorCode; principal: ErrorCode };
   /** What is counted, for messages ("streams", "MCP sessions"). */
   noun: string;
+  /** Headers of a refusal by the global bound (a 503's `Retry-After`). */
+  globalHeaders?: Record<string, string>;
 }
 
 /** One bounded pool of slots. */
@@ -66,7 +68,7 @@ export class QuotaPool {
       throw new ProtoError(limits.codes.global, `the gateway serves at most ${limits.max} ${limits.noun}; try again later`, {
         limit: limits.keys.max,
         max: limits.max,
-      });
+      }, limits.globalHeaders);
     }
     if (counted && this.heldBy(principal.id) >= limits.maxPerPrincipal) {
       this.#metrics.refused(limits.name, 'principal');

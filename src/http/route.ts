@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Principal } from '../edge/credentials.ts';
 import type { Operation } from '../edge/operations.ts';
+import type { ProtoError } from '../errors.ts';
 
 export type { Principal } from '../edge/credentials.ts';
 
@@ -48,6 +49,12 @@ export interface Route {
   public?: boolean;
   /** Still answered while the gateway shuts down (health and readiness); every other route then answers 503 `NOT_READY`. */
   duringShutdown?: boolean;
+  /**
+   * How this route's protocol carries a catalogued refusal (401, 403, 413, 429, 503) that the HTTP
+   * core or the handler throws; default the protocol's error body. A2A answers a JSON-RPC error
+   * object with the same status.
+   */
+  refusal?(error: ProtoError): Reply;
   /** Returns a reply, or `undefined` when it wrote the response itself (streams, pass-through). */
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
 }

@@ -23,7 +23,7 @@ import { httpOperation } from '../edge/operations.ts';
 import { readJson, type BodyLimits } from './body.ts';
 import type { Cors } from './cors.ts';
 import { sendError, sendReply } from './respond.ts';
-import type { Principal, RequestContext } from './route.ts';
+import type { Principal, RequestContext, Route } from './route.ts';
 import type { Router } from './router.ts';
 import { requestIdOf, traceparentOf } from './trace.ts';
 import { httpServerSpan, type HttpServerSpan } from './server-span.ts';
@@ -141,6 +141,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
   const url = URL.parse(req.url ?? '/', 'http://gateway.invalid');
   const method = req.method ?? 'GET';
   let routeLabel = 'unmatched';
+  let route: Route | undefined;
   res.setHeader('X-Request-Id', requestId);
   // While shutting down every answer ends its connection: the client's next request goes elsewhere.
   if (state.refusing) res.setHeader('Connection', 'close');
@@ -159,6 +160,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
       return;
     }
     routeLabel = match.route.path;
+    route = match.route;
     if (state.refusing && !match.route.duringShutdown) throw notReady('the gateway is shutting down');
     admit(state, res);
     const principal = match.route.public
@@ -179,7 +181,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
     const reply = await match.route.handle(ctx);
     if (reply) sendReply(res, reply);
   } catch (err) {
-    fail(res, log, err);
+    fail(res, log, err, route);
   }
 }
 
@@ -196,7 +198,7 @@ function unparsedRequestAnswer(err: NodeJS.ErrnoException): string {
   return `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-function fail(res: ServerResponse, log: Logger, err: unknown): void {
+function fail(res: ServerResponse, log: Logger, err: unknown, route?: Route): void {
   if (!isProtoError(err)) log.error({ err }, 'unhandled error');
   else if (err.status >= 500) log.warn({ code: err.code, msg: err.message, cause: (err.cause as Error | undefined)?.message }, 'request failed');
   const error = isProtoError(err) ? err : new ProtoError('INTERNAL', 'internal error');
@@ -204,7 +206,8 @@ function fail(res: ServerResponse, log: Logger, err: unknown): void {
     res.destroy();
     return;
   }
-  sendError(res, error);
+  if (route?.refusal) sendReply(res, route.refusal(error));
+  else sendError(res, error);
 }
 
 /** Seconds a client is asked to wait before retrying a `NOT_READY` (start-up and shutdown are short). */

@@ -17,6 +17,8 @@ import { RedisIngestionLeases } from './redis-leases.ts';
 /** What ingestion needs. */
 export interface IngestionDeps {
   storage: StorageConfig;
+  /** `events.maxEventBytes`. */
+  maxEventBytes: number;
   backends: BackendDirectory;
   log: EventLog;
   publicUrl: string;
@@ -31,7 +33,7 @@ export async function createIngestion(deps: IngestionDeps): Promise<IngestorSet>
   const leases = deps.storage.driver === 'redis' ? await openIngestionLeases(deps.storage) : undefined;
   if (leases) life.add({ close: () => leases.close() });
   return life.add(new IngestorSet({
-    backends: deps.backends, log: deps.log, publicUrl: deps.publicUrl, logger: deps.logger, metrics: ingestMetrics(deps.registry), ...(leases && { leases }),
+    backends: deps.backends, log: deps.log, publicUrl: deps.publicUrl, logger: deps.logger, metrics: ingestMetrics(deps.registry), maxEventBytes: deps.maxEventBytes, ...(leases && { leases }),
   }));
 }
 

@@ -36,6 +36,8 @@ export interface IngestorsOptions {
   publicUrl: string;
   logger: Logger;
   metrics: IngestMetrics;
+  /** `events.maxEventBytes`: one ingested event's JSON at most (default 2 MiB). */
+  maxEventBytes?: number;
   /** Ingestion leases shared by the replicas; undefined = this replica follows every backend. */
   leases?: IngestionLeases;
 }
@@ -148,13 +150,14 @@ export class IngestorSet {
       rewrite: (event) => publicEvent(backend, event),
       logger: o.logger,
       metrics: o.metrics,
+      maxEventBytes: o.maxEventBytes,
     });
   }
 
   #pollers(backend: LegacyBackend): Ingestor[] {
     const o = this.#options;
     return backend.config.records.map(
-      (records) => new RecordPoller({ backend: backend.config, records, publicUrl: o.publicUrl, log: o.log, logger: o.logger, metrics: o.metrics }),
+      (records) => new RecordPoller({ backend: backend.config, records, publicUrl: o.publicUrl, log: o.log, logger: o.logger, metrics: o.metrics, maxEventBytes: o.maxEventBytes }),
     );
   }
 }

@@ -14,8 +14,10 @@
  *
  * Every page or chunk is appended together with the checkpoint `follow:{backendId}` (JSON
  * `{ cursor?, fromTime?, lastEventId? }`) in one `append()`. Events are checked against the
- * envelope rules (a malformed one is skipped, logged, counted) and stored as received except for
- * `rewrite`.
+ * envelope rules (a malformed one is skipped, logged, counted) and against `events.maxEventBytes`
+ * (a larger one is refused once, counted; on the stream it is skipped without ending the
+ * connection, so a replay from the last id never meets it again), and stored as received except
+ * for `rewrite`.
  */
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
@@ -23,6 +25,7 @@ import { ProtoError } from '../errors.ts';
 import type { CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { IngestMetrics } from '../metrics/ingest.ts';
 import { checkEventEnvelope } from './envelope.ts';
+import { DEFAULT_MAX_EVENT_BYTES, eventBytes, refuseTooLarge } from './event-size.ts';
 import { failureMessage, getJson } from './http-json.ts';
 import { PollLoop } from './poll-loop.ts';
 import { openSseStream } from './sse-client.ts';
@@ -58,8 +61,10 @@ export interface ProtoFollowerOptions {
   maxBackoffMs?: number;
   /** Largest page body accepted, in bytes (default 16 MiB). */
   maxBodyBytes?: number;
-  /** Bound of an SSE line and of one event's data, in characters (default 1 MiB). */
+  /** Bound of an SSE line and of one event's data, in characters (default `maxEventBytes`); a longer event is skipped and counted as too large. */
   maxSseLength?: number;
+  /** `events.maxEventBytes`: one event's JSON at most; larger ones are refused once, counted (default 2 MiB). */
+  maxEventBytes?: number;
   dispatcher?: Dispatcher;
 }
 
@@ -194,7 +199,8 @@ export class ProtoFollower {
       signal,
       headersTimeoutMs: this.#options.timeoutMs,
       idleTimeoutMs: this.#options.streamIdleTimeoutMs,
-      maxLength: this.#options.maxSseLength,
+      maxLength: this.#options.maxSseLength ?? this.#maxEventBytes(),
+      oversized: 'skip',
       dispatcher: this.#options.dispatcher,
     });
     try {
@@ -213,7 +219,9 @@ export class ProtoFollower {
   }
 
   async #storeMessages(messages: SseMessage[], state: FollowState): Promise<FollowState> {
-    const events = this.#accept(messages.map((message) => parseData(message.data)));
+    const { metrics, backendId } = this.#options;
+    for (const message of messages) if (message.oversized) refuseTooLarge(metrics, this.#logger, backendId, this.#maxEventBytes(), message.lastEventId);
+    const events = this.#accept(messages.filter((message) => !message.oversized).map((message) => parseData(message.data)));
     const lastEventId = messages[messages.length - 1].lastEventId;
     const next: FollowState = lastEventId ? { ...state, lastEventId } : state;
     await this.#store(events, state, next);
@@ -225,12 +233,21 @@ export class ProtoFollower {
     const events: CloudEvent[] = [];
     for (const item of items) {
       if (isCatalogueEntry(item)) continue; // GET /events may list the catalogue (PROTOCOL.md 4.2)
+      const bytes = eventBytes(item);
+      if (bytes > this.#maxEventBytes()) {
+        refuseTooLarge(this.#options.metrics, this.#logger, this.#options.backendId, this.#maxEventBytes(), (item as { id?: unknown } | null)?.id, bytes);
+        continue;
+      }
       const checked = checkEventEnvelope(item);
       const event = checked.ok ? this.#rewrite(checked.event) : undefined;
       if (event) events.push(event);
       else this.#malformed(item, checked.ok ? 'rewrite failed' : checked.reason);
     }
     return events;
+  }
+
+  #maxEventBytes(): number {
+    return this.#options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   }
 
   #rewrite(event: CloudEvent): CloudEvent | undefined {

@@ -10,6 +10,7 @@ import type { Dispatcher } from 'undici';
 import type { LegacyBackendConfig, RecordsConfig } from '../config/types.ts';
 import type { Checkpoint, CloudEvent, EventLog } from '../log/EventLog.ts';
 import type { IngestMetrics } from '../metrics/ingest.ts';
+import { DEFAULT_MAX_EVENT_BYTES, eventBytes, refuseTooLarge } from './event-size.ts';
 import { failureMessage, getJson, redact } from './http-json.ts';
 import { PollLoop } from './poll-loop.ts';
 import { cursorValueOf, laterCursor } from './record-cursor.ts';
@@ -35,6 +36,8 @@ export interface RecordPollerOptions {
   maxBackoffMs?: number;
   /** Largest response body accepted, in bytes (default 16 MiB). */
   maxBodyBytes?: number;
+  /** `events.maxEventBytes`: one mapped event's JSON at most; larger ones are refused once, counted (default 2 MiB). */
+  maxEventBytes?: number;
   /** undici dispatcher (default: the global one). */
   dispatcher?: Dispatcher;
 }
@@ -127,7 +130,11 @@ export class RecordPoller {
     for (const record of items) {
       if (field) cursor = laterCursor(cursor, cursorValueOf(record, field));
       try {
-        events.push(await this.#mapper.mapRecord(record));
+        const event = await this.#mapper.mapRecord(record);
+        const bytes = eventBytes(event);
+        const max = this.#options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+        if (bytes <= max) events.push(event);
+        else refuseTooLarge(this.#options.metrics, this.#logger, this.#options.backend.id, max, event.id, bytes);
       } catch (err) {
         this.#options.metrics.mappingFailures.inc({ backend: this.#options.backend.id });
         this.#logger.warn({ err: (err as Error).message }, 'legacy record skipped: it does not map to an event');

@@ -22,6 +22,8 @@ export interface SseStreamOptions {
   idleTimeoutMs?: number;
   /** Bound of an SSE line and of one event's data, in characters (default 1 MiB). */
   maxLength?: number;
+  /** What an event beyond `maxLength` does: `throw` (drop the connection; default) or `skip` (dispatched marked `oversized`). */
+  oversized?: 'throw' | 'skip';
   dispatcher?: Dispatcher;
 }
 
@@ -53,7 +55,7 @@ export async function openSseStream(url: string, options: SseStreamOptions = {})
     await response.body.dump().catch(() => undefined);
     throw new ProtoError('BACKEND_UNAVAILABLE', `GET ${pathOf(url)} answered ${response.statusCode} ${contentType}`, { status: response.statusCode });
   }
-  const parser = new SseParser({ maxLength: options.maxLength });
+  const parser = new SseParser({ maxLength: options.maxLength, oversized: options.oversized });
   return {
     async *batches() {
       for await (const chunk of response.body) yield parser.push(chunk as Buffer);

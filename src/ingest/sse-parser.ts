@@ -6,7 +6,9 @@
  * an unterminated event at the end of the stream is discarded.
  *
  * Bounded: a line, or the data of one event, longer than `maxLength` characters is an
- * `SseLimitError` (the caller drops the connection).
+ * `SseLimitError` (the caller drops the connection), or with `oversized: 'skip'` the event is
+ * dispatched without its data and marked `oversized` (the caller counts it and goes on: a stream
+ * that replays from its last id never meets the same event again).
  */
 
 /** One dispatched event. */
@@ -17,6 +19,8 @@ export interface SseMessage {
   data: string;
   /** The last event id in effect (it persists across events, as in the spec). */
   lastEventId: string;
+  /** With `oversized: 'skip'`: the event's data was beyond the bound and dropped (`data` is empty). */
+  oversized?: boolean;
 }
 
 /** A line or an event's data beyond the parser's bound. */
@@ -40,12 +44,23 @@ export class SseParser {
   #data = '';
   #hasData = false;
   #eventType = '';
+  /** `data` lines of the event being read (an empty first line still counts for the `\n` join). */
+  #dataLines = 0;
   #lastEventId = '';
   #retryMs: number | undefined;
+  readonly #skip: boolean;
+  /** The event being read went beyond the bound (skip mode): its data is dropped. */
+  #oversized = false;
+  /** The line being read went beyond the bound (skip mode): its rest is dropped up to its end. */
+  #skippingLine = false;
 
-  /** `maxLength`: bound of a line and of one event's data, in characters (default 1 MiB). */
-  constructor(options: { maxLength?: number } = {}) {
+  /**
+   * `maxLength`: bound of a line and of one event's data, in characters (default 1 MiB);
+   * `oversized`: `throw` (default) an `SseLimitError`, or `skip` the event (see above).
+   */
+  constructor(options: { maxLength?: number; oversized?: 'throw' | 'skip' } = {}) {
     this.#maxLength = options.maxLength ?? DEFAULT_SSE_MAX_LENGTH;
+    this.#skip = options.oversized === 'skip';
   }
 
   /** The reconnection time the server last asked for with `retry:`, in milliseconds. */
@@ -68,8 +83,11 @@ export class SseParser {
   end(): SseMessage[] {
     const messages = this.#scan(this.#decoder.decode());
     this.#line = '';
+    this.#skippingLine = false;
     this.#data = '';
+    this.#dataLines = 0;
     this.#hasData = false;
+    this.#oversized = false;
     this.#eventType = '';
     return messages;
   }
@@ -90,10 +108,11 @@ export class SseParser {
     for (let i = start; i < text.length; i++) {
       const c = text.charCodeAt(i);
       if (c !== 0x0a && c !== 0x0d) continue;
-      const line = this.#line + text.slice(start, i);
+      const skipped = this.#skippingLine;
+      const line = skipped ? '' : this.#line + text.slice(start, i);
       this.#line = '';
-      this.#checkLength(line.length);
-      const message = this.#processLine(line);
+      this.#skippingLine = false;
+      const message = skipped || !this.#withinBound(line.length) ? undefined : this.#processLine(line);
       if (message) messages.push(message);
       if (c === 0x0d) {
         if (i + 1 === text.length) this.#pendingCr = true;
@@ -101,8 +120,13 @@ export class SseParser {
       }
       start = i + 1;
     }
-    this.#line += text.slice(start);
-    this.#checkLength(this.#line.length);
+    if (!this.#skippingLine) {
+      this.#line += text.slice(start);
+      if (!this.#withinBound(this.#line.length)) {
+        this.#line = '';
+        this.#skippingLine = true;
+      }
+    }
     return messages;
   }
 
@@ -120,9 +144,11 @@ export class SseParser {
   #applyField(field: string, value: string): void {
     switch (field) {
       case 'data':
-        this.#data = this.#hasData ? `${this.#data}\n${value}` : value;
         this.#hasData = true;
-        this.#checkLength(this.#data.length);
+        if (this.#oversized) break;
+        this.#data = this.#dataLines > 0 ? `${this.#data}\n${value}` : value;
+        this.#dataLines += 1;
+        if (!this.#withinBound(this.#data.length)) this.#data = '';
         break;
       case 'event':
         this.#eventType = value;
@@ -137,14 +163,24 @@ export class SseParser {
   }
 
   #dispatch(): SseMessage | undefined {
-    const message = this.#hasData ? { event: this.#eventType || 'message', data: this.#data, lastEventId: this.#lastEventId } : undefined;
+    const event = this.#eventType || 'message';
+    const message = !this.#hasData ? undefined
+      : this.#oversized ? { event, data: '', lastEventId: this.#lastEventId, oversized: true }
+      : { event, data: this.#data, lastEventId: this.#lastEventId };
     this.#data = '';
+    this.#dataLines = 0;
     this.#hasData = false;
+    this.#oversized = false;
     this.#eventType = '';
     return message;
   }
 
-  #checkLength(length: number): void {
-    if (length > this.#maxLength) throw new SseLimitError(this.#maxLength);
+  /** True within the bound; beyond it throws, or (skip mode) marks the event oversized and returns false. */
+  #withinBound(length: number): boolean {
+    if (length <= this.#maxLength) return true;
+    if (!this.#skip) throw new SseLimitError(this.#maxLength);
+    this.#oversized = true;
+    this.#hasData = true;
+    return false;
   }
 }

@@ -1,5 +1,5 @@
-/** The `events:` section: page sizes of `GET /events` and the log's retention. */
-import { ms, num } from '../config/defaults.ts';
+/** The `events:` section: page sizes of `GET /events`, the largest ingested event and the log's retention. */
+import { bytes, ms, num } from '../config/defaults.ts';
 import { asMap } from '../config/raw.ts';
 import type { ConfigSection } from '../config/section.ts';
 import type { EventsConfig } from '../config/types.ts';
@@ -30,6 +30,11 @@ export const eventsSection: ConfigSection<'events'> = {
             "default": 1000
           }
         }
+      },
+      "maxEventBytes": {
+        "$ref": "#/definitions/size",
+        "description": "One event's JSON at most, as ingested from a backend (polled records, proto pages and streams). A larger event is refused once at ingestion: logged, counted in proto_gateway_events_too_large_total{backend}, skipped (the cursor moves past it). Events up to it are delivered on every transport whatever sse.maxBufferedBytes is. Default 2mb (below grpc-js clients' default 4 MiB receive limit).",
+        "default": "2mb"
       },
       "retention": {
         "type": "object",
@@ -63,6 +68,7 @@ export const eventsSection: ConfigSection<'events'> = {
     const retention = asMap(raw.retention);
     return {
       pageSize: { default: num(pageSize.default, 100), max: num(pageSize.max, 1000) },
+      maxEventBytes: bytes(raw.maxEventBytes, '2mb'),
       retention: { maxEvents: num(retention.maxEvents, 10_000_000), maxAgeMs: ms(retention.maxAge, '30d') },
     };
   },

@@ -17,6 +17,8 @@ export interface IngestMetrics {
   readonly mappingFailures: Counter<'backend'>;
   /** `proto_gateway_events_malformed_total{backend}`: proto backend events with a broken envelope. */
   readonly malformed: Counter<'backend'>;
+  /** `proto_gateway_events_too_large_total{backend}`: events over `events.maxEventBytes`, refused once at ingestion. */
+  readonly tooLarge: Counter<'backend'>;
   /** `proto_gateway_ingest_errors_total{backend}`: failed polls, pages or streams (then backoff). */
   readonly errors: Counter<'backend'>;
   /**
@@ -73,6 +75,7 @@ export function ingestMetrics(registry: Registry): IngestMetrics {
     duplicates: counter('proto_gateway_events_duplicates_total', 'Ingested events dropped as already in the log', ['backend']),
     mappingFailures: counter('proto_gateway_events_mapping_failures_total', 'Legacy records that could not be mapped to events', ['backend']),
     malformed: counter('proto_gateway_events_malformed_total', 'Backend events skipped for a malformed envelope', ['backend']),
+    tooLarge: counter('proto_gateway_events_too_large_total', 'Ingested events over events.maxEventBytes, refused once at ingestion', ['backend']),
     errors: counter('proto_gateway_ingest_errors_total', 'Failed ingestion polls, pages or streams', ['backend']),
     lag,
     leaseHeld: new Gauge({

@@ -106,7 +106,7 @@ describe('defaults', () => {
       redis: { waitReplicas: 0, waitTimeoutMs: 1000, waitAof: false },
     });
     expect(config.metrics).toEqual({ public: false });
-    expect(config.events).toEqual({ pageSize: { default: 100, max: 1000 }, retention: { maxEvents: 10_000_000, maxAgeMs: 2_592_000_000 } });
+    expect(config.events).toEqual({ pageSize: { default: 100, max: 1000 }, maxEventBytes: 2 * 1024 * 1024, retention: { maxEvents: 10_000_000, maxAgeMs: 2_592_000_000 } });
     expect(config.commands).toEqual({
       idempotencyWindowMs: 86_400_000,
       rateLimit: { perSecond: 0, burst: 0 },

@@ -127,6 +127,31 @@ grpc: { host: 127.0.0.1, port: 0 }`));
   });
 });
 
+describe('the shared stream pool full is overload: 503 (gRPC UNAVAILABLE), a caller over its share 429', () => {
+  it('with sse.maxConnections 2 held by alice, bob is refused on SSE (503 STREAMS_EXHAUSTED, Retry-After), gRPC Subscribe (UNAVAILABLE) and an MCP stream (503)', async () => {
+    const gw = await startTestGateway(gatewayYaml(`${KEYS}
+sse: { maxConnections: 2, maxConnectionsPerPrincipal: 2 }
+grpc: { host: 127.0.0.1, port: 0 }`));
+    const held = [await openLive(`${gw.url}events/stream`, { 'x-api-key': 'alice-key' }), await openLive(`${gw.url}events/stream`, { 'x-api-key': 'alice-key' })];
+    const sse = await getJson(`${gw.url}events/stream`, { headers: { 'x-api-key': 'bob-key' } });
+    expect(sse.status).toBe(503);
+    expect(sse.headers.get('retry-after')).toBe('5');
+    expect(sse.body.error).toMatchObject({ code: 'STREAMS_EXHAUSTED', details: { limit: 'maxConnections', max: 2 } });
+    const sub = subscribe(grpcClient(gw.grpc!.port), {}, keyMetadata('bob-key'));
+    await eventually(() => sub.error());
+    expect(sub.error()!.code).toBe(grpc.status.UNAVAILABLE);
+    expect(sub.error()!.metadata.get('proto-error-code')).toEqual(['STREAMS_EXHAUSTED']);
+    const mcp = await connect(gw, { 'X-API-Key': 'bob-key' }, false);
+    const stream = await fetch(`${gw.url}mcp`, {
+      headers: { 'x-api-key': 'bob-key', accept: 'text/event-stream', 'mcp-session-id': mcp.transport.sessionId!, 'mcp-protocol-version': '2025-06-18' },
+    });
+    expect(stream.status).toBe(503);
+    expect(JSON.stringify(await stream.json())).toContain('STREAMS_EXHAUSTED');
+    expect(await metricValue(gw, 'proto_gateway_quota_refusals_total', { quota: 'streams', limit: 'global' })).toBeGreaterThanOrEqual(3);
+    for (const s of held) s.close();
+  });
+});
+
 describe('MCP sessions per principal', () => {
   it('with mcp.maxSessions 4 one key opens at most 2 sessions (429 QUOTA_EXCEEDED), another key still opens one', async () => {
     const gw = await startTestGateway(gatewayYaml(`${KEYS}\nmcp: { enabled: true, maxSessions: 4 }`));
@@ -167,7 +192,7 @@ describe('A2A methods by the operations table', () => {
     for (const method of ['SendMessage', 'SendStreamingMessage', 'CreateTaskPushNotificationConfig']) {
       const res = await rpc(gw, 'read-key', method, { taskId: 't', pushNotificationConfig: { url: 'https://example.invalid/' } });
       expect(res.status, method).toBe(403);
-      expect(res.body.error, method).toMatchObject({ code: 'FORBIDDEN', details: { scope: 'write' } });
+      expect(res.body, method).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32000, data: { code: 'FORBIDDEN', details: { scope: 'write' } } } });
     }
   });
 });

@@ -233,7 +233,9 @@ describe('auth.type oauth2: bearer tokens of the identity provider', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
     });
     expect((await call()).status).toBe(401);
-    expectRefused(await call(await craft(provider, { iss: 'http://127.0.0.1:1/x' })), 'issuer', /issuer/);
+    const wrongIssuer = await call(await craft(provider, { iss: 'http://127.0.0.1:1/x' }));
+    // The A2A endpoint answers its refusals as JSON-RPC errors: the catalogue error is the error's data.
+    expectRefused({ ...wrongIssuer, body: { error: wrongIssuer.body.error.data } }, 'issuer', /issuer/);
     const ok = await call(await provider.token(reader));
     expect(ok.status).toBe(200);
     expect(ok.body.error).toBeUndefined();

@@ -75,7 +75,7 @@ describe('Origin and Host validation (DNS rebinding) on /mcp and the A2A endpoin
     const headers = { 'content-type': 'application/json', 'a2a-version': '1.0' };
     const foreign = await post(`${gw.url}a2a`, { ...headers, origin: 'http://evil.example.com' }, a2aBody);
     expect(foreign.status).toBe(403);
-    expect(foreign.body.error.code).toBe('FORBIDDEN');
+    expect(foreign.body.error).toMatchObject({ code: -32000, data: { code: 'FORBIDDEN' } });
     expect((await post(`${gw.url}a2a`, { ...headers, host: 'evil.example.com' }, a2aBody)).status).toBe(403);
     expect((await post(`${gw.url}a2a`, headers, a2aBody)).status).toBe(200);
     const card = await request(`${gw.url}.well-known/agent-card.json`, { headers: { host: 'evil.example.com' } });

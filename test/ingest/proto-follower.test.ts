@@ -168,6 +168,21 @@ describe('ProtoFollower, poll mode', () => {
     expect(await counterValue(metrics.malformed, { backend: 'payments' })).toBe(1);
   });
 
+  it('refuses a page event over events.maxEventBytes once (counted, never stored), ingests the rest and moves past it', async () => {
+    backend = await startBackend({ cursors: true });
+    log = await openLog();
+    metrics = newMetrics();
+    const [, big] = backend.emit(3);
+    big.data = { blob: 'x'.repeat(4096) };
+    const f = follower(backend.server.url, { maxEventBytes: 2048 });
+    await f.pollOnce();
+    expect(await storedIds()).toEqual(['evt-1', 'evt-3']);
+    expect(await counterValue(metrics.tooLarge, { backend: 'payments' })).toBe(1);
+    backend.emit(1);
+    await f.pollOnce();
+    expect(await storedIds()).toEqual(['evt-1', 'evt-3', 'evt-4']);
+  });
+
   it('stores events as received except for the rewrite of source and dataschema', async () => {
     backend = await startBackend({ cursors: true });
     log = await openLog();
@@ -243,18 +258,20 @@ describe('ProtoFollower, stream mode', () => {
     expect(backend.streamRequests().at(-1)?.headers.accept).toBe('text/event-stream');
   });
 
-  it('drops a stream whose line exceeds the bound, counts the error and reconnects', async () => {
+  it('skips a stream event over events.maxEventBytes without dropping the stream: counted once as too large, its id passed, the next events follow', async () => {
     backend = await startBackend({ cursors: true });
     log = await openLog();
     metrics = newMetrics();
-    follower(backend.server.url, { mode: 'stream', maxSseLength: 1024 }).start();
+    follower(backend.server.url, { mode: 'stream', maxEventBytes: 1024 }).start();
     await waitFor(() => backend!.streams.size === 1);
     const first = backend.streamRequests().length;
-    for (const stream of backend.streams) stream.write(`data: ${'x'.repeat(2048)}`);
-    await waitFor(async () => (await counterValue(metrics.errors, { backend: 'payments' })) === 1);
-    await waitFor(() => backend!.streamRequests().length > first);
-    backend.emit(1);
+    for (const stream of backend.streams) stream.write(`id: huge\ndata: ${'x'.repeat(2048)}\n\n`);
+    const [next] = backend.emit(1);
     await waitFor(async () => (await log.count()) === 1);
+    expect(await storedIds()).toEqual([next.id]);
+    expect(await counterValue(metrics.tooLarge, { backend: 'payments' })).toBe(1);
+    expect(await counterValue(metrics.errors, { backend: 'payments' })).toBe(0);
+    expect(backend.streamRequests()).toHaveLength(first);
   });
 
   it('follows the example payments service, rewriting its address out of source and dataschema', async () => {

@@ -36,7 +36,7 @@ let log: MemoryEventLog;
 let metrics: IngestMetrics;
 let poller: RecordPoller;
 
-async function setup(handler: Parameters<typeof startServer>[0], config: RecordsConfig = records): Promise<void> {
+async function setup(handler: Parameters<typeof startServer>[0], config: RecordsConfig = records, maxEventBytes?: number): Promise<void> {
   server = await startServer(handler);
   log = await openLog();
   metrics = newMetrics();
@@ -48,6 +48,7 @@ async function setup(handler: Parameters<typeof startServer>[0], config: Records
     logger: silentLogger(),
     metrics,
     maxBackoffMs: 60,
+    maxEventBytes,
   });
 }
 
@@ -119,6 +120,20 @@ describe('RecordPoller', () => {
     await poller.pollOnce();
     expect(await log.count()).toBe(2);
     expect(await counterValue(metrics.mappingFailures, { backend: 'orders' })).toBe(1);
+    expect(await log.checkpoint('records:orders:/orders')).toBe('2024-05-01T10:02:00Z');
+  });
+
+  it('refuses a mapped event over events.maxEventBytes (counted, never stored), ingests the rest and moves the cursor past it', async () => {
+    const rows = [
+      { id: 'o-1', status: 'created', updatedAt: '2024-05-01T10:00:00Z', note: 'short' },
+      { id: 'o-2', status: 'created', updatedAt: '2024-05-01T10:01:00Z', note: 'x'.repeat(4096) },
+      { id: 'o-3', status: 'shipped', updatedAt: '2024-05-01T10:02:00Z', note: 'short' },
+    ];
+    const withNote = { ...records, event: { ...records.event, data: "{ 'orderId': id, 'note': note }" } };
+    await setup(ordersHandler(rows as OrderRecord[]), withNote, 2048);
+    await poller.pollOnce();
+    expect((await log.query({}, 0, 10)).events.map((e) => (e.event.data as { orderId: string }).orderId)).toEqual(['o-1', 'o-3']);
+    expect(await counterValue(metrics.tooLarge, { backend: 'orders' })).toBe(1);
     expect(await log.checkpoint('records:orders:/orders')).toBe('2024-05-01T10:02:00Z');
   });
 

@@ -59,3 +59,21 @@ describe('SseParser', () => {
     expect(() => parser.push('data: 12345678\ndata: 12345678\n')).toThrow(SseLimitError);
   });
 });
+
+describe('SseParser with oversized: skip', () => {
+  it('dispatches an event whose data or line is beyond the bound without its data, marked oversized, and parses the next one whole', () => {
+    const parser = new SseParser({ maxLength: 8, oversized: 'skip' });
+    const first = parser.push('id: 1\ndata: 12345678\ndata: 12345678\n\nid: 2\ndata: ok\n\n');
+    expect(first).toEqual([
+      { event: 'message', data: '', lastEventId: '1', oversized: true },
+      { event: 'message', data: 'ok', lastEventId: '2' },
+    ]);
+    // One over-long line split across chunks: its rest is dropped up to its end.
+    expect(parser.push('id: 3\ndata: abcd')).toEqual([]);
+    expect(parser.push('efghijklmnop')).toEqual([]);
+    expect(parser.push('qrstuvw\n\nid: 4\ndata: a\ndata: b\n\n')).toEqual([
+      { event: 'message', data: '', lastEventId: '3', oversized: true },
+      { event: 'message', data: 'a\nb', lastEventId: '4' },
+    ]);
+  });
+});

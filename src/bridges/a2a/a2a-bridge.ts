@@ -6,12 +6,14 @@
  * SubscribeToTask) over the command executor and a bounded, expiring task store.
  *
  * Admission: the endpoint needs `read`; each JSON-RPC method is then checked against the operations
- * table of `edge/` (SendMessage, SendStreamingMessage and push-config creation need `write`), a
- * refusal being the same 403 `FORBIDDEN` error body as on any route. A streaming answer holds a slot
- * of the shared stream pool while it is open.
+ * table of `edge/` (SendMessage, SendStreamingMessage and push-config creation need `write`). Every
+ * answer of `/a2a` is a JSON-RPC response object: the gateway's admission refusals (401, 403, 413,
+ * 429, 503) keep their HTTP status with a JSON-RPC error body (`jsonRpcRefusal`: -32000, the
+ * catalogue error as `data`), every other error is HTTP 200. A streaming answer holds a slot of the
+ * shared stream pool while it is open.
  */
 import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER, AGENT_CARD_PATH } from '@a2a-js/sdk';
-import { InMemoryPushNotificationStore, JsonRpcTransportHandler, ServerCallContext, validateVersion, type TaskStore } from '@a2a-js/sdk/server';
+import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import type { Logger } from 'pino';
 import type { CommandCatalogue, CommandEntry } from '../../catalogue/command-catalogue.ts';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
@@ -26,10 +28,13 @@ import type { LiveTail } from '../live-tail/live-tail.ts';
 import { A2A_ENDPOINT_PATH, agentCardJson, buildAgentCard } from './agent-card.ts';
 import { CommandExecutor, type ExecutableCommand } from './command-executor.ts';
 import { GuardedPushSender } from './push-sender.ts';
+import { TaskStorePushConfigs } from './push-config-store.ts';
+import type { GatewayTaskStore } from './open-task-store.ts';
 import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import type { A2aMetrics } from '../../metrics/a2a.ts';
 import { GatewayUser } from './gateway-user.ts';
-import { readJsonRpcRequest, type JsonRpcId, type JsonRpcRequest } from './jsonrpc-request.ts';
+import { JSON_RPC, jsonRpcError, jsonRpcRefusal, readJsonRpcRequest, type JsonRpcId, type JsonRpcRequest } from './jsonrpc-request.ts';
+import { isProtoError, ProtoError } from '../../errors.ts';
 import { TaskRequestHandler } from './task-request-handler.ts';
 import { inSpan, startRpcServerSpan } from '../../telemetry/tracing.ts';
 
@@ -41,7 +46,7 @@ export interface A2aBridgeOptions {
   ingestion: CommandIngestion;
   aliases: AliasSource;
   tail: LiveTail;
-  taskStore: TaskStore;
+  taskStore: GatewayTaskStore;
   metrics: A2aMetrics;
   admission: Admission;
   /** Per-caller catalogues: the skills a caller is shown and may use. */
@@ -93,43 +98,78 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     metrics: options.metrics,
     logger: options.logger,
   });
-  const pushStore = new InMemoryPushNotificationStore();
+  const pushStore = new TaskStorePushConfigs({
+    tasks: options.taskStore,
+    maxPerTask: config.a2a.maxPushConfigsPerTask,
+    maxPerPrincipal: config.a2a.maxPushConfigsPerPrincipal,
+    refused: (limit) => options.admission.refused('a2a.pushConfigs', limit),
+  });
   const pushSender = new GuardedPushSender({
     store: pushStore,
     post: options.post,
     retryScheduleMs: config.webhooks.retry.scheduleMs,
+    maxPending: config.a2a.maxPendingPush,
+    maxPendingPerPrincipal: config.a2a.maxPendingPushPerPrincipal,
     onOutcome: (outcome) => options.metrics.push(outcome),
+    onDropped: (limit) => options.admission.refused('a2a.pendingPush', limit),
     logger: options.logger,
   });
   const handler = new TaskRequestHandler({ card: card(), taskStore: options.taskStore, executor, pushStore, pushSender, extendedCard });
   // The card's skills follow the catalogue: the handler asks for the card on every call.
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);
+  const endpoint: Endpoint = { transport, handler, admission: options.admission, tasks: options.taskStore, pushStore, maxTasksPerPrincipal: config.a2a.maxTasksPerPrincipal };
   const routes: Route[] = [
     { method: 'GET', path: `/${AGENT_CARD_PATH}`, public: true, handle: () => ({ status: 200, body: agentCardJson(card()) }) },
-    { method: 'POST', path: `/${A2A_ENDPOINT_PATH}`, operation: 'a2a.endpoint', handle: (ctx) => answer(ctx, transport, handler, options.admission) },
+    {
+      method: 'POST',
+      path: `/${A2A_ENDPOINT_PATH}`,
+      operation: 'a2a.endpoint',
+      refusal: (error) => refusalReply(null, error),
+      handle: (ctx) => answer(ctx, endpoint),
+    },
   ];
   return { routes, executor, pushSender, agentCardUrl: `${publicUrl}${AGENT_CARD_PATH}` };
 }
 
 /**
  * Answers one JSON-RPC request: a JSON body, or an SSE stream for the streaming methods. The
- * envelope is checked first (`jsonrpc-request.ts`); every answer, errors included, is HTTP 200.
+ * envelope is checked first (`jsonrpc-request.ts`); JSON-RPC errors are HTTP 200, the gateway's
+ * refusals (scope, quotas, the stream pool) keep their status with a JSON-RPC error body.
  */
-async function answer(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: TaskRequestHandler, admission: Admission): Promise<Reply | undefined> {
+async function answer(ctx: RequestContext, endpoint: Endpoint): Promise<Reply | undefined> {
   const checked = await readJsonRpcRequest(() => ctx.json());
   if ('refusal' in checked) return { status: 200, body: checked.refusal };
   const { request } = checked;
+  try {
+    return await answerChecked(ctx, request, endpoint);
+  } catch (err) {
+    // A refusal once the id is known carries it (the route's `refusal` answers those before it).
+    if (isProtoError(err)) return refusalReply(request.id, err);
+    throw err;
+  }
+}
+
+/** A gateway refusal on `/a2a`: its HTTP status and headers, a JSON-RPC error body. */
+function refusalReply(id: JsonRpcId, error: ProtoError): Reply {
+  return { status: error.status, headers: error.headers, body: jsonRpcRefusal(id, error) };
+}
+
+async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpoint: Endpoint): Promise<Reply | undefined> {
+  const { admission } = endpoint;
   const operation = a2aOperation(request.method);
   // An unknown method has no row: the SDK answers it "method not found".
   if (operation) admission.authorize(ctx.principal, operation);
+  const oversized = oversizedPushConfig(request);
+  if (oversized !== undefined) return { status: 200, body: jsonRpcError(request.id, JSON_RPC.INVALID_PARAMS, oversized) };
   // The server span of the JSON-RPC call (a command it submits is accepted under it); an unknown method is not named.
   const span = startRpcServerSpan('jsonrpc', 'a2a', operation ? String(request.method) : 'unknown');
-  return inSpan(span, () => answerCall(ctx, transport, handler, admission, request));
+  return inSpan(span, () => answerCall(ctx, request, endpoint));
 }
 
-/** Answers an admitted JSON-RPC call (see `answer`). */
-async function answerCall(ctx: RequestContext, transport: JsonRpcTransportHandler, handler: TaskRequestHandler, admission: Admission, request: JsonRpcRequest): Promise<Reply | undefined> {
+/** Answers an admitted JSON-RPC call (see `answerChecked`). */
+async function answerCall(ctx: RequestContext, request: JsonRpcRequest, endpoint: Endpoint): Promise<Reply | undefined> {
+  const { transport, handler, admission, pushStore } = endpoint;
   const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
   const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
   try {
@@ -137,7 +177,11 @@ async function answerCall(ctx: RequestContext, transport: JsonRpcTransportHandle
   } catch (err) {
     return { status: 200, body: { jsonrpc: '2.0', id: request.id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
   }
+  await checkTaskQuota(request, context, endpoint);
   const result = await transport.handle(request as unknown as Record<string, unknown>, context);
+  // A push-config bound refused inside the SDK (which reports it as an internal error): the gateway's refusal.
+  const refused = pushStore.refusalOf(context);
+  if (refused) throw refused;
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
   let slot;
   try {
@@ -148,10 +192,49 @@ async function answerCall(ctx: RequestContext, transport: JsonRpcTransportHandle
     throw err;
   }
   try {
-    return await writeStream(ctx, result, request.id);
+    return await writeStream(ctx, result, request.id, () => pushStore.refusalOf(context));
   } finally {
     slot.release();
   }
+}
+
+/** What the endpoint answers with. */
+interface Endpoint {
+  transport: JsonRpcTransportHandler;
+  handler: TaskRequestHandler;
+  admission: Admission;
+  tasks: GatewayTaskStore;
+  pushStore: TaskStorePushConfigs;
+  maxTasksPerPrincipal: number;
+}
+
+/** A push-notification config's JSON at most (URL, token, credentials): bigger ones are invalid params. */
+export const MAX_PUSH_CONFIG_BYTES = 8 * 1024;
+
+/** Why the request's push config is too large, or undefined (none, or small enough). */
+function oversizedPushConfig(request: JsonRpcRequest): string | undefined {
+  const params = request.params ?? {};
+  const config = request.method === 'CreateTaskPushNotificationConfig' ? params
+    : request.method === 'SendMessage' || request.method === 'SendStreamingMessage' ? (params.configuration as Record<string, unknown> | undefined)?.taskPushNotificationConfig
+    : undefined;
+  if (config === undefined || Buffer.byteLength(JSON.stringify(config)) <= MAX_PUSH_CONFIG_BYTES) return undefined;
+  return `Invalid params: a push notification config is at most ${MAX_PUSH_CONFIG_BYTES} bytes of JSON (URL, token and credentials)`;
+}
+
+/**
+ * A message that would create a task (it names none) is refused with 429 `QUOTA_EXCEEDED` while
+ * the caller keeps `a2a.maxTasksPerPrincipal` tasks (they go `a2a.taskTtl` after their last
+ * update). Racing messages may pass together; the store then drops the caller's own oldest tasks,
+ * never another caller's.
+ */
+async function checkTaskQuota(request: JsonRpcRequest, context: ServerCallContext, endpoint: Endpoint): Promise<void> {
+  if (request.method !== 'SendMessage' && request.method !== 'SendStreamingMessage') return;
+  const message = request.params?.message as Record<string, unknown> | undefined;
+  if (typeof message?.taskId === 'string' && message.taskId !== '') return;
+  const max = endpoint.maxTasksPerPrincipal;
+  if ((await endpoint.tasks.tasksOf(context)) < max) return;
+  endpoint.admission.refused('a2a.tasks', 'principal');
+  throw new ProtoError('QUOTA_EXCEEDED', `a caller keeps at most ${max} A2A tasks; each is forgotten a2a.taskTtl after its last update`, { limit: 'a2a.maxTasksPerPrincipal', max });
 }
 
 /**
@@ -159,12 +242,14 @@ async function answerCall(ctx: RequestContext, transport: JsonRpcTransportHandle
  * An error before the first answer (an unknown task, a task that takes no message now) is a plain
  * JSON-RPC error response instead, as for the other methods.
  */
-async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>, id: JsonRpcId): Promise<Reply | undefined> {
+async function writeStream(ctx: RequestContext, stream: AsyncGenerator<unknown>, id: JsonRpcId, refusal: () => ProtoError | undefined): Promise<Reply | undefined> {
   const { res } = ctx;
   let first: IteratorResult<unknown>;
   try {
     first = await stream.next();
   } catch (err) {
+    const refused = refusal();
+    if (refused) return refusalReply(id, refused);
     return { status: 200, body: { jsonrpc: '2.0', id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) } };
   }
   res.writeHead(200, SSE_HEADERS);

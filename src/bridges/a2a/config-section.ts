@@ -1,5 +1,5 @@
 /** The `a2a:` section: the A2A agent (on by default), its card and its task bounds. */
-import { flag, ms, num } from '../../config/defaults.ts';
+import { flag, ms, num, perPrincipalDefault } from '../../config/defaults.ts';
 import { asMap } from '../../config/raw.ts';
 import type { ConfigSection } from '../../config/section.ts';
 import type { GatewayConfig } from '../../config/types.ts';
@@ -56,20 +56,55 @@ export const a2aSection: ConfigSection<'a2a'> = {
         "type": "boolean",
         "description": "The public agent card lists the command catalogue as skills. Default false: only the authenticated extended card (GetExtendedAgentCard, scope read) carries it.",
         "default": false
+      },
+      "maxTasksPerPrincipal": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Tasks one principal keeps at most, over all tenants; a message that would create one more is refused (429 QUOTA_EXCEEDED) until some expire (taskTtl). Default half of maxTasks."
+      },
+      "maxPushConfigsPerTask": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Push-notification configs of one task at most (beyond: 429 QUOTA_EXCEEDED). Default 10.",
+        "default": 10
+      },
+      "maxPushConfigsPerPrincipal": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Push-notification configs of one principal at most, over all its tasks (beyond: 429 QUOTA_EXCEEDED). Default 1000.",
+        "default": 1000
+      },
+      "maxPendingPush": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Push notifications waiting for delivery at most, per replica; beyond it new ones are dropped and counted. Default 1000.",
+        "default": 1000
+      },
+      "maxPendingPushPerPrincipal": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Push notifications of one principal's tasks waiting at most, per replica; beyond it that principal's new ones are dropped and counted. Default half of maxPendingPush."
       }
     }
   },
   defaults(value): GatewayConfig['a2a'] {
     const raw = asMap(value);
+    const maxTasks = num(raw.maxTasks, 10_000);
+    const maxPendingPush = num(raw.maxPendingPush, 1000);
     return {
       enabled: flag(raw.enabled, true),
       settleMs: ms(raw.settle, '2s'),
       timeoutMs: ms(raw.timeout, '60s'),
       name: typeof raw.name === 'string' ? raw.name : 'proto-gateway',
       description: typeof raw.description === 'string' ? raw.description : DEFAULT_AGENT_DESCRIPTION,
-      maxTasks: num(raw.maxTasks, 10_000),
+      maxTasks,
       taskTtlMs: ms(raw.taskTtl, '24h'),
       publicSkills: flag(raw.publicSkills, false),
+      maxTasksPerPrincipal: num(raw.maxTasksPerPrincipal, perPrincipalDefault(maxTasks, maxTasks)),
+      maxPushConfigsPerTask: num(raw.maxPushConfigsPerTask, 10),
+      maxPushConfigsPerPrincipal: num(raw.maxPushConfigsPerPrincipal, 1000),
+      maxPendingPush,
+      maxPendingPushPerPrincipal: num(raw.maxPendingPushPerPrincipal, perPrincipalDefault(maxPendingPush, maxPendingPush)),
     };
   },
 };

@@ -42,7 +42,14 @@ export interface A2aDeps {
 export async function createA2a(deps: A2aDeps): Promise<A2aBridge | undefined> {
   const { config, life } = deps;
   if (!config.a2a.enabled) return undefined;
-  const taskStore = await openTaskStore(config.storage, { maxTasks: config.a2a.maxTasks, ttlMs: config.a2a.taskTtlMs });
+  const { a2a } = config;
+  const taskStore = await openTaskStore(config.storage, {
+    maxTasks: a2a.maxTasks,
+    ttlMs: a2a.taskTtlMs,
+    maxTasksPerPrincipal: a2a.maxTasksPerPrincipal,
+    maxPushConfigsPerTask: a2a.maxPushConfigsPerTask,
+    maxPushConfigsPerPrincipal: a2a.maxPushConfigsPerPrincipal,
+  });
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: deps.publicUrl, catalogue: deps.catalogue, ingestion: deps.ingestion, aliases: deps.aliases, tail: deps.tail,

@@ -14,13 +14,14 @@
  *   as -32603 Internal error: e.g. `null` among a message's `parts`).
  *
  * Every answer is a JSON-RPC response object; the A2A HTTP binding for JSON-RPC carries them with
- * HTTP 200 (errors included), as the SDK's own Express handler does.
+ * HTTP 200 (errors included), as the SDK's own Express handler does, except the gateway's
+ * admission refusals (`jsonRpcRefusal`), which keep their HTTP status.
  */
 import {
   CancelTaskRequest, DeleteTaskPushNotificationConfigRequest, GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
   ListTaskPushNotificationConfigsRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest, TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
-import { isProtoError } from '../../errors.ts';
+import { isProtoError, type ProtoError } from '../../errors.ts';
 
 /** The methods of A2A 1.0's JSON-RPC binding, each with the decoder of its params (the SDK's own). */
 const DECODERS: Readonly<Record<string, (params: unknown) => unknown>> = {
@@ -40,8 +41,11 @@ const DECODERS: Readonly<Record<string, (params: unknown) => unknown>> = {
 /** The methods of A2A 1.0's JSON-RPC binding. */
 export const A2A_METHODS: ReadonlySet<string> = new Set(Object.keys(DECODERS));
 
-/** JSON-RPC 2.0 error codes (section 5.1). */
-export const JSON_RPC = { PARSE_ERROR: -32700, INVALID_REQUEST: -32600, METHOD_NOT_FOUND: -32601, INVALID_PARAMS: -32602 } as const;
+/**
+ * JSON-RPC 2.0 error codes (section 5.1), and the one implementation-defined server error (-32000,
+ * in the range JSON-RPC leaves to servers and A2A does not use) of the gateway's own refusals.
+ */
+export const JSON_RPC = { PARSE_ERROR: -32700, INVALID_REQUEST: -32600, METHOD_NOT_FOUND: -32601, INVALID_PARAMS: -32602, INTERNAL_ERROR: -32603, GATEWAY_REFUSAL: -32000 } as const;
 
 /** A request id: a string, an integer, or null. */
 export type JsonRpcId = string | number | null;
@@ -50,7 +54,7 @@ export type JsonRpcId = string | number | null;
 export interface JsonRpcErrorResponse {
   jsonrpc: '2.0';
   id: JsonRpcId;
-  error: { code: number; message: string };
+  error: { code: number; message: string; data?: unknown };
 }
 
 /** A request that passed the envelope checks (params still the method's to check). */
@@ -101,6 +105,18 @@ export function checkJsonRpcRequest(body: unknown): CheckedRequest {
 /** A JSON-RPC error response. */
 export function jsonRpcError(id: JsonRpcId, code: number, message: string): JsonRpcErrorResponse {
   return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+/**
+ * A refusal of the gateway's admission path (401, 403, 413, 429, 503) as a JSON-RPC error:
+ * -32000 with the catalogue error (`code`, `message`, `details`) as `data` (-32603 for the
+ * internal error). The HTTP status stays the refusal's (A2A section 4: authentication failures
+ * SHOULD be HTTP 401/403 with `WWW-Authenticate`), and the SDK's client reads a JSON-RPC error body
+ * at any status, so every answer of `/a2a` is a JSON-RPC response object.
+ */
+export function jsonRpcRefusal(id: JsonRpcId, error: ProtoError): JsonRpcErrorResponse {
+  const code = error.code === 'INTERNAL' ? JSON_RPC.INTERNAL_ERROR : JSON_RPC.GATEWAY_REFUSAL;
+  return { jsonrpc: '2.0', id, error: { code, message: error.message, data: error.toBody().error } };
 }
 
 function refuse(id: JsonRpcId, code: number, message: string): CheckedRequest {

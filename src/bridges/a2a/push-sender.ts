@@ -4,8 +4,9 @@
  * SDK's v1 serializer and POSTed to every config of the task, in order per task, with the config's
  * token (`X-A2A-Notification-Token`) and credentials (`Authorization`). A failed attempt is retried
  * after the first `MAX_RETRIES` delays of `webhooks.retry.schedule` (in process: a task update is
- * a live view, the events stay in the log). Bounded: at most `MAX_PENDING` notifications wait; more
- * are dropped and counted.
+ * a live view, the events stay in the log). Bounded: at most `a2a.maxPendingPush` notifications
+ * wait in this process, and at most `a2a.maxPendingPushPerPrincipal` of one principal's tasks (so
+ * one caller's slow or dead endpoints never crowd out another's); more are dropped and counted.
  */
 import type { StreamResponse, Task, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer, type PushNotificationSender, type PushNotificationStore, type ServerCallContext } from '@a2a-js/sdk/server';
@@ -13,8 +14,6 @@ import type { Logger } from 'pino';
 import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import { judgeAttempt } from '../../egress/retry-policy.ts';
 
-/** Notifications waiting for delivery at most; beyond it new ones are dropped. */
-export const MAX_PENDING = 1000;
 /** Retries of one notification at most (the first entries of `webhooks.retry.schedule`). */
 export const MAX_RETRIES = 3;
 /** The header carrying a config's token (the SDK's default sender uses the same). */
@@ -27,8 +26,14 @@ export interface GuardedPushSenderOptions {
   post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
   /** `webhooks.retry.schedule`, in ms (only the first `MAX_RETRIES` entries are used). */
   retryScheduleMs: readonly number[];
-  /** Counts deliveries by outcome: `delivered`, `failed` (retries exhausted), `dropped` (queue full). */
+  /** `a2a.maxPendingPush`: notifications waiting at most. */
+  maxPending: number;
+  /** `a2a.maxPendingPushPerPrincipal`: notifications of one principal's tasks waiting at most. */
+  maxPendingPerPrincipal: number;
+  /** Counts deliveries by outcome: `delivered`, `failed` (retries exhausted), `dropped` (a pending bound). */
   onOutcome(outcome: 'delivered' | 'failed' | 'dropped'): void;
+  /** Counts a notification dropped by a pending bound: the principal's share or the whole queue. */
+  onDropped?(limit: 'principal' | 'global'): void;
   logger: Logger;
 }
 
@@ -40,6 +45,8 @@ export class GuardedPushSender implements PushNotificationSender {
   readonly #chains = new Map<string, Promise<void>>();
   readonly #stop = new AbortController();
   #pending = 0;
+  /** Waiting notifications by the principal whose task they are about. */
+  readonly #pendingOf = new Map<string, number>();
 
   constructor(options: GuardedPushSenderOptions) {
     this.#options = options;
@@ -52,7 +59,13 @@ export class GuardedPushSender implements PushNotificationSender {
     const configs = await this.#options.store.load(taskId, context);
     if (configs.length === 0) return;
     const { body, contentType } = this.#serializer.serialize(update, task);
-    for (const config of configs) this.#enqueue(taskId, config, body, contentType);
+    const owner = context.user?.userName ?? 'unknown';
+    for (const config of configs) this.#enqueue(taskId, owner, config, body, contentType);
+  }
+
+  /** Notifications waiting now, overall or of one principal's tasks. */
+  pending(owner?: string): number {
+    return owner === undefined ? this.#pending : this.#pendingOf.get(owner) ?? 0;
   }
 
   /** Stops waiting retries; attempts in flight are aborted. Idempotent. */
@@ -60,15 +73,22 @@ export class GuardedPushSender implements PushNotificationSender {
     this.#stop.abort();
   }
 
-  #enqueue(taskId: string, config: TaskPushNotificationConfig, body: string, contentType: string): void {
-    if (this.#pending >= MAX_PENDING) {
+  #enqueue(taskId: string, owner: string, config: TaskPushNotificationConfig, body: string, contentType: string): void {
+    const full: 'global' | 'principal' | undefined = this.#pending >= this.#options.maxPending ? 'global'
+      : this.pending(owner) >= this.#options.maxPendingPerPrincipal ? 'principal' : undefined;
+    if (full !== undefined) {
       this.#options.onOutcome('dropped');
+      this.#options.onDropped?.(full);
       return;
     }
     this.#pending += 1;
+    this.#pendingOf.set(owner, this.pending(owner) + 1);
     const previous = this.#chains.get(taskId) ?? Promise.resolve();
     const next = previous.then(() => this.#deliver(config, body, contentType)).finally(() => {
       this.#pending -= 1;
+      const left = this.pending(owner) - 1;
+      if (left > 0) this.#pendingOf.set(owner, left);
+      else this.#pendingOf.delete(owner);
       if (this.#chains.get(taskId) === next) this.#chains.delete(taskId);
     });
     this.#chains.set(taskId, next);

@@ -30,6 +30,7 @@ const BY_CODE: Partial<Record<ErrorCode, status>> = {
   BACKEND_TIMEOUT: status.DEADLINE_EXCEEDED,
   BACKEND_UNAVAILABLE: status.UNAVAILABLE,
   NOT_READY: status.UNAVAILABLE,
+  STREAMS_EXHAUSTED: status.UNAVAILABLE,
 };
 
 /**

@@ -24,7 +24,7 @@ import { createMcpHandler, isInitializeRequest, isLegacyRequest, legacyStateless
 import type { GatewayConfig } from '../../config/types.ts';
 import type { Admission } from '../../edge/admission.ts';
 import { ProtoError } from '../../errors.ts';
-import type { RequestContext, Route } from '../../http/route.ts';
+import type { Reply, RequestContext, Route } from '../../http/route.ts';
 import type { McpMetrics } from '../../metrics/mcp.ts';
 import type { AliasSource } from '../live-tail/aliases.ts';
 import { MAX_FOLLOWS, type Follow, type FollowOwner, type FollowStore } from './follow-store.ts';
@@ -84,7 +84,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
 
   /** Serves a push stream until the client or the gateway ends it. */
   const push = async (stream: PushStream, follows: { owner?: FollowOwner; pinned?: Follow[] }) => {
-    if (streams.size >= options.config.maxSessions) throw new ProtoError('TOO_MANY_STREAMS', `${options.config.maxSessions} MCP push streams are open here; try again later`);
+    if (streams.size >= options.config.maxSessions) throw new ProtoError('STREAMS_EXHAUSTED', `${options.config.maxSessions} MCP push streams are open here; try again later`, { limit: 'mcp.maxSessions', max: options.config.maxSessions }, { 'Retry-After': '5' });
     const pump = new FollowPump({
       ...follows,
       store,
@@ -187,8 +187,10 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
     await push(stream, { ...(honored.includes(MY_EVENTS_URI) && { owner: `principal:${ctx.principal.id}` as FollowOwner }), pinned });
   };
 
-  const handle = async (ctx: RequestContext): Promise<undefined> => {
+  const handle = async (ctx: RequestContext): Promise<Reply | undefined> => {
     const body = ctx.req.method === 'POST' ? await ctx.json() : undefined;
+    const invalid = invalidInitialize(body);
+    if (invalid) return { status: 200, body: invalid };
     if (await isLegacyRequest(await toWebRequest(ctx.req, body), body)) return legacy(ctx, body);
     if (isListenRequest(body)) return listen(ctx, body);
     await serve(serveModern, ctx, body, { principal: ctx.principal, owner: `principal:${ctx.principal.id}` });
@@ -222,6 +224,25 @@ type NodeMcpHandler = ReturnType<typeof toNodeHandler>;
 async function serve(handler: NodeMcpHandler, ctx: RequestContext, body: unknown, caller: McpCaller): Promise<void> {
   Object.assign(ctx.req, { auth: callerAuthInfo(caller) });
   await handler(ctx.req, ctx.res, body);
+}
+
+/**
+ * An `initialize` request whose params are not an initialize's (no `protocolVersion`, ...): the
+ * SDK would answer it -32603 Internal error (its schema error, found by the fuzz suite, seed
+ * 423415073); JSON-RPC's answer is -32602 Invalid params. An `initialize` inside a batch is -32600
+ * Invalid Request (MCP 2025-03-26: it MUST NOT be part of a batch; later revisions have no batches;
+ * fuzz seed 1852610251).
+ */
+function invalidInitialize(body: unknown): { jsonrpc: '2.0'; id: string | number | null; error: { code: number; message: string } } | undefined {
+  if (Array.isArray(body)) {
+    const batched = body.some((m) => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'initialize');
+    return batched ? { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid Request: initialize cannot be part of a batch' } } : undefined;
+  }
+  const message = body as { method?: unknown; id?: unknown } | null;
+  if (typeof message !== 'object' || message === null || Array.isArray(message) || message.method !== 'initialize') return undefined;
+  if (typeof message.id !== 'string' && typeof message.id !== 'number') return undefined;
+  if (isInitializeRequest(body)) return undefined;
+  return { jsonrpc: '2.0', id: message.id, error: { code: -32602, message: 'Invalid params: initialize needs params { protocolVersion, capabilities, clientInfo: { name, version } }' } };
 }
 
 interface ListenRequest {

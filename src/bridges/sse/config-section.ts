@@ -27,7 +27,7 @@ export const sseSection: ConfigSection<'sse'> = {
       },
       "maxConnections": {
         "type": "integer",
-        "description": "Open streams at most, counting SSE, gRPC Subscribe, MCP session streams and A2A streaming calls together (more: 429 TOO_MANY_STREAMS). Default 10000.",
+        "description": "Open streams at most, counting SSE, gRPC Subscribe, MCP session streams and A2A streaming calls together (more: 503 STREAMS_EXHAUSTED). Default 10000.",
         "minimum": 1,
         "default": 10000
       },

@@ -6,7 +6,7 @@
  * Limits: every stream holds a slot of the admission path's stream pool (`sse.maxConnections`
  * overall, `sse.maxConnectionsPerPrincipal` per caller, shared with gRPC, MCP and A2A streams),
  * taken before any byte of the stream is written, so a refusal is a plain 429 `TOO_MANY_STREAMS`
- * with the error body.
+ * (the caller's share) or 503 `STREAMS_EXHAUSTED` (the whole pool) with the error body.
  */
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
@@ -70,7 +70,7 @@ export class SseHub {
   }
 
   /**
-   * Opens a stream on `request.res`: checks the limits (throws 429 `TOO_MANY_STREAMS`, or 503
+   * Opens a stream on `request.res`: checks the limits (throws 429 `TOO_MANY_STREAMS`, 503 `STREAMS_EXHAUSTED`, or 503
    * `NOT_READY` while shutting down, before writing anything), attaches it to the live tail, flushes
    * the headers; the tail replays in the background when a `lastEventId` is given.
    */

@@ -3,7 +3,8 @@
  * gateway does not answer itself goes to the same path under that backend's endpoint. The caller's
  * credentials never reach the backend; the backend's configured headers, `X-Forwarded-*` and the
  * trace context are added; hop-by-hop headers are dropped; responses (SSE too) stream unbuffered.
- * No answer within the timeout is a 504; an unreachable backend is a 503.
+ * No answer within the timeout is a 504; an unreachable backend is a 503, as is one that reset the
+ * connection before its answer arrived (`details.reason: connection-reset`).
  */
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { Transform } from 'node:stream';
@@ -38,12 +39,18 @@ interface InFlight {
   /** The URL requested from the backend (relative `Location` values resolve against it). */
   target: string;
   timeoutMs: number;
+  /** `server.bodyLimit`. */
+  maxBodyBytes: number;
   timedOut: boolean;
   tooLarge: boolean;
   /** Request body bytes read so far. */
   received: number;
   /** The request to the backend, once it exists. */
   outgoing?: ClientRequest;
+  /** The backend reset the connection (ECONNRESET, EPIPE): whatever it answered before was lost with it. */
+  reset: boolean;
+  /** The backend's answer, once its headers arrived. */
+  response?: IncomingMessage;
 }
 
 /** The catch-all routes under `/services/:id/*`, one per method. */
@@ -64,7 +71,18 @@ export function passThroughRoutes(options: PassThroughOptions): Route[] {
   });
   proxy.on('proxyRes', (proxyRes, req, res) => {
     const state = inFlight.get(req);
-    if (state) rewriteLocations(proxyRes.headers, state);
+    // Connection-specific headers are the backend's own (RFC 9110 §7.6.1): its `Connection: close`
+    // (a Node backend says it when it answers before reading the body) would make the gateway close
+    // the client's connection under a still-running upload.
+    for (const name of ['connection', 'keep-alive']) delete proxyRes.headers[name];
+    if (state) {
+      state.response = proxyRes;
+      rewriteLocations(proxyRes.headers, state);
+      // Answered before the upload ended: the rest of the body is read and dropped (within the limit).
+      proxyRes.once('end', () => {
+        if (!req.complete) dropRestOfBody(req, state.received, state.maxBodyBytes);
+      });
+    }
     // A stream's headers must reach the client now, not with its first event (which may be far off).
     if (String(proxyRes.headers['content-type']).startsWith('text/event-stream')) {
       process.nextTick(() => {
@@ -87,7 +105,7 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   backend.circuit.admit();
   settleCircuit(ctx, backend.circuit);
   stripHeaders(ctx.req, options.credentialHeaders);
-  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, timedOut: false, tooLarge: false, received: 0 };
+  const state: InFlight = { rewrite: backend.rewrite, target, timeoutMs: options.timeoutMs, maxBodyBytes: options.maxBodyBytes, timedOut: false, tooLarge: false, received: 0, reset: false };
   inFlight.set(ctx.req, state);
   const body = ctx.req.pipe(
     limitBody(options.maxBodyBytes, (size) => (state.received = size), () => {
@@ -103,8 +121,12 @@ function forward(ctx: RequestContext, options: PassThroughOptions, proxy: Proxy,
   const agent = backend.connections?.httpAgent;
   proxy.web(ctx.req, ctx.res, { target, headers, buffer: body, ...(agent && { agent }) }, (err) => {
     ctx.log.warn({ backend: backend.id, err: (err as Error).message, timedOut: state.timedOut }, 'pass-through failed');
+    state.reset = RESET_CODES.has(String((err as NodeJS.ErrnoException).code));
     if (ctx.res.headersSent) {
-      ctx.res.destroy();
+      // The backend's whole answer arrived before it went: the client gets all of it, and the rest of
+      // its upload is read and dropped rather than cut off. A partial answer can only be cut off.
+      if (state.response?.complete) dropRestOfBody(ctx.req, state.received, options.maxBodyBytes);
+      else ctx.res.destroy();
       return;
     }
     if (!ctx.req.complete && !state.tooLarge) return answerAfterBody(ctx, state, options.maxBodyBytes);
@@ -162,11 +184,43 @@ function answerAfterBody(ctx: RequestContext, state: InFlight, maxBytes: number)
   ctx.req.resume();
 }
 
+/**
+ * Reads the rest of the request body into nothing once the answer is decided, so the client's
+ * upload is not cut off under it (RFC 9112 §9.6); a body going past `maxBytes` (counting the
+ * `received` bytes already read) ends the connection instead. Once per request.
+ */
+function dropRestOfBody(req: IncomingMessage, received: number, maxBytes: number): void {
+  if (dropping.has(req)) return;
+  dropping.add(req);
+  let size = received;
+  req.unpipe();
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > maxBytes) req.destroy();
+  });
+  req.resume();
+}
+
+/** Requests whose rest is being dropped. */
+const dropping = new WeakSet<IncomingMessage>();
+
 function failure(state: InFlight, maxBodyBytes: number): ProtoError {
   if (state.tooLarge) return tooLarge(maxBodyBytes);
   if (state.timedOut) return new ProtoError('BACKEND_TIMEOUT', 'the backend did not answer in time');
+  if (state.reset) {
+    return new ProtoError('BACKEND_UNAVAILABLE', 'the backend reset the connection before its answer arrived (an answer it wrote before the reset is lost with it)', { reason: 'connection-reset' });
+  }
   return new ProtoError('BACKEND_UNAVAILABLE', 'the backend is unavailable');
 }
+
+/**
+ * Socket errors of a backend that reset the connection. A backend that answers early and closes
+ * with request bytes unread makes its own TCP stack send a reset (RFC 9112 §9.6), which discards
+ * its answer on the gateway's side when it arrives before the answer was read: there is no answer
+ * to forward, so it is 503 `BACKEND_UNAVAILABLE` (DESIGN: an unavailable dependency is a 503; the
+ * catalogue has no 502), with `details.reason: connection-reset` to say what happened.
+ */
+const RESET_CODES = new Set(['ECONNRESET', 'EPIPE']);
 
 function tooLarge(maxBytes: number): ProtoError {
   return new ProtoError('PAYLOAD_TOO_LARGE', `the request body is larger than ${maxBytes} bytes`, { limit: maxBytes });

@@ -248,7 +248,7 @@ describe('A2A scopes', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params }),
     });
     expect(status).toBe(403);
-    expect(body.error).toMatchObject({ code: 'FORBIDDEN', details: { scope: 'write' } });
+    expect(body.error).toMatchObject({ code: -32000, data: { code: 'FORBIDDEN', details: { scope: 'write' } } });
     expect([...orders.orders.values()].filter((o) => o.requestId !== undefined)).toEqual([]);
     const listed = await getJson(`${gw.url}a2a`, {
       method: 'POST',

@@ -14,7 +14,7 @@ import { FAST_DISPATCH, protoBackend, scriptedBackend, sendJson } from '../../co
 afterEach(closeAll);
 
 /** A proto backend accepting ShipParcel; `emit` says whether it then publishes a ParcelPickedV1 event. */
-async function parcelBackend(emit: boolean) {
+async function parcelBackend(emit: boolean, sizes: number[] = [0]) {
   const events: unknown[] = [];
   const backend = await scriptedBackend((req, res) => {
     const path = req.url.split('?')[0];
@@ -24,7 +24,10 @@ async function parcelBackend(emit: boolean) {
     if (path === '/commands' && req.method === 'POST') {
       const id = JSON.parse(req.body).id as string;
       if (emit) {
-        events.push({ specversion: '1.0', id: `evt-${id}`, source: 'urn:parcels', type: 'ParcelPickedV1', datacontenttype: 'application/json', correlationid: id, time: new Date().toISOString(), data: { parcel: 'p-1' } });
+        sizes.forEach((size, i) => events.push({
+          specversion: '1.0', id: `evt-${id}${i === 0 ? '' : `-${i}`}`, source: 'urn:parcels', type: 'ParcelPickedV1', datacontenttype: 'application/json', correlationid: id,
+          time: new Date().toISOString(), data: { parcel: 'p-1', ...(size > 0 && { padding: 'x'.repeat(size) }) },
+        }));
       }
       return sendJson(res, 201, { id });
     }
@@ -33,8 +36,8 @@ async function parcelBackend(emit: boolean) {
   return backend;
 }
 
-async function gatewayWith(emit: boolean, a2a: string): Promise<{ client: Client; received: () => number }> {
-  const backend = await parcelBackend(emit);
+async function gatewayWith(emit: boolean, a2a: string, sizes?: number[]): Promise<{ client: Client; received: () => number }> {
+  const backend = await parcelBackend(emit, sizes);
   const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\na2a: ${a2a}\nbackends:\n${protoBackend(backend.url, 'parcels')}`));
   const client = await new ClientFactory().createFromUrl(gw.url);
   return { client, received: () => backend.received.filter((r) => r.method === 'POST').length };
@@ -49,6 +52,28 @@ function shipParcel() {
     },
   };
 }
+
+describe('A2A and one event larger than sse.maxBufferedBytes (1 MiB)', () => {
+  it('a 1.1 MB event followed by five small ones all reach the task as artifacts, streamed and in GetTask', async () => {
+    const big = 1_100_000;
+    const { client } = await gatewayWith(true, '{ settle: 500ms, timeout: 30s }', [big, 0, 0, 0, 0, 0]);
+    const streamed: number[] = [];
+    let taskId = '';
+    for await (const item of client.sendMessageStream(shipParcel())) {
+      const payload = item.payload;
+      if (payload?.$case === 'artifactUpdate') {
+        taskId = payload.value.taskId;
+        const part = payload.value.artifact?.parts[0]?.content;
+        streamed.push(part?.$case === 'data' ? JSON.stringify(part.value).length : 0);
+      }
+    }
+    expect(streamed).toHaveLength(6);
+    expect(streamed[0]).toBeGreaterThan(big);
+    const task = await client.getTask({ tenant: '', id: taskId });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts).toHaveLength(6);
+  });
+});
 
 describe('A2A task endings without a deciding event', () => {
   it('COMPLETED once no further correlated event came within a2a.settle', async () => {

@@ -3,15 +3,12 @@
  * every adapter's test file with a factory of fresh, unopened, empty stores.
  */
 import { Role, TaskState, type Task } from '@a2a-js/sdk';
-import { ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
+import { ServerCallContext } from '@a2a-js/sdk/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TaskStoreLimits } from '../../../src/bridges/a2a/memory-task-store.ts';
+import type { GatewayTaskStore, TaskStoreLimits } from '../../../src/bridges/a2a/open-task-store.ts';
 
 /** A store of the port with its lifecycle. */
-export interface ContractTaskStore extends TaskStore {
-  open(): Promise<void>;
-  close(): Promise<void>;
-}
+export type ContractTaskStore = GatewayTaskStore;
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
 
@@ -137,6 +134,89 @@ export function taskStoreContract(name: string, make: (limits: TaskStoreLimits) 
       const first = await s.list({ ...LIST_ALL, pageSize: 1 }, caller('alice'));
       await expect(s.list({ ...LIST_ALL, contextId: 'ctx-2', pageToken: first.nextPageToken }, caller('alice'))).rejects.toThrow(/other filters/);
       await expect(s.list({ ...LIST_ALL, historyLength: -1 }, caller('alice'))).rejects.toThrow(/historyLength/);
+    });
+
+    it('bounds the tasks of one principal (over all its tenants): beyond maxTasksPerPrincipal its own oldest is dropped, never another principal\'s', async () => {
+      const s = await store({ maxTasks: 10, maxTasksPerPrincipal: 2 });
+      await s.save(task('b1'), caller('bob'));
+      await s.save(task('a1'), caller('alice'));
+      await s.save(task('a2'), caller('alice', 'tenant-x'));
+      expect(await s.tasksOf(caller('alice'))).toBe(2);
+      expect(await s.tasksOf(caller('alice', 'tenant-y'))).toBe(2);
+      await s.save(task('a3'), caller('alice'));
+      expect(await s.load('a1', caller('alice'))).toBeUndefined();
+      expect(await s.load('a2', caller('alice', 'tenant-x'))).toBeDefined();
+      expect(await s.load('b1', caller('bob'))).toBeDefined();
+      expect(await s.tasksOf(caller('alice'))).toBe(2);
+      expect(await s.tasksOf(caller('bob'))).toBe(1);
+      now = T0 + 60_000;
+      expect(await s.tasksOf(caller('alice'))).toBe(0);
+    });
+
+    it('keeps push configs with their task: scoped to the caller, replaced by id, deleted by id', async () => {
+      const s = await store();
+      await s.save(task('t1'), caller('alice'));
+      expect(await s.savePushConfig('t1', caller('alice'), 'c1', '{"id":"c1","url":"https://a.example/1"}')).toBe('saved');
+      expect(await s.savePushConfig('t1', caller('alice'), 'c2', '{"id":"c2"}')).toBe('saved');
+      expect(await s.savePushConfig('t1', caller('alice'), 'c1', '{"id":"c1","url":"https://a.example/2"}')).toBe('saved');
+      expect((await s.pushConfigs('t1', caller('alice'))).sort()).toEqual(['{"id":"c1","url":"https://a.example/2"}', '{"id":"c2"}']);
+      expect(await s.pushConfigs('t1', caller('bob'))).toEqual([]);
+      expect(await s.pushConfigs('t1', caller('alice', 'other'))).toEqual([]);
+      await s.deletePushConfig('t1', caller('bob'), 'c2');
+      await s.deletePushConfig('t1', caller('alice'), 'c2');
+      await s.deletePushConfig('t1', caller('alice'), 'unknown');
+      expect(await s.pushConfigs('t1', caller('alice'))).toEqual(['{"id":"c1","url":"https://a.example/2"}']);
+    });
+
+    it('bounds push configs per task and per principal (over its tasks); a replacement is not one more; other principals are unaffected', async () => {
+      const s = await store({ maxPushConfigsPerTask: 2, maxPushConfigsPerPrincipal: 3 });
+      for (const id of ['t1', 't2']) await s.save(task(id), caller('alice'));
+      await s.save(task('t1'), caller('bob'));
+      expect(await s.savePushConfig('t1', caller('alice'), 'c1', '{}')).toBe('saved');
+      expect(await s.savePushConfig('t1', caller('alice'), 'c2', '{}')).toBe('saved');
+      expect(await s.savePushConfig('t1', caller('alice'), 'c3', '{}')).toBe('task-full');
+      expect(await s.savePushConfig('t1', caller('alice'), 'c2', '{"again":true}')).toBe('saved');
+      expect(await s.savePushConfig('t2', caller('alice'), 'c4', '{}')).toBe('saved');
+      expect(await s.savePushConfig('t2', caller('alice'), 'c5', '{}')).toBe('principal-full');
+      expect(await s.pushConfigs('t2', caller('alice'))).toEqual(['{}']);
+      expect(await s.savePushConfig('t1', caller('bob'), 'c1', '{}')).toBe('saved');
+      // Deleting one gives its room back.
+      await s.deletePushConfig('t1', caller('alice'), 'c1');
+      expect(await s.savePushConfig('t2', caller('alice'), 'c5', '{}')).toBe('saved');
+    });
+
+    it('forgets push configs with their task: when it expires and when maxTasks drops it; one saved before its task lives ttl, then follows the task', async () => {
+      const s = await store({ maxTasks: 2, ttlMs: 1000, maxPushConfigsPerPrincipal: 10 });
+      // Saved before the task exists (SendMessage saves the config first).
+      expect(await s.savePushConfig('early', caller('alice'), 'c1', '{}')).toBe('saved');
+      now = T0 + 500;
+      await s.save(task('early'), caller('alice'));
+      now = T0 + 1200;
+      expect(await s.pushConfigs('early', caller('alice'))).toEqual(['{}']);
+      now = T0 + 1500;
+      expect(await s.load('early', caller('alice'))).toBeUndefined();
+      expect(await s.pushConfigs('early', caller('alice'))).toEqual([]);
+      // Dropped by maxTasks: its configs go, and no longer count.
+      await s.save(task('a'), caller('alice'));
+      expect(await s.savePushConfig('a', caller('alice'), 'c1', '{}')).toBe('saved');
+      await s.save(task('b'), caller('alice'));
+      await s.save(task('c'), caller('alice'));
+      expect(await s.load('a', caller('alice'))).toBeUndefined();
+      expect(await s.pushConfigs('a', caller('alice'))).toEqual([]);
+      // A config of a task that was never saved is forgotten ttl after its save.
+      expect(await s.savePushConfig('never', caller('alice'), 'c1', '{}')).toBe('saved');
+      now += 1000;
+      expect(await s.pushConfigs('never', caller('alice'))).toEqual([]);
+    });
+
+    it('forgotten push configs no longer count toward maxPushConfigsPerPrincipal', async () => {
+      const s = await store({ ttlMs: 1000, maxPushConfigsPerPrincipal: 1 });
+      await s.save(task('t1'), caller('alice'));
+      expect(await s.savePushConfig('t1', caller('alice'), 'c1', '{}')).toBe('saved');
+      expect(await s.savePushConfig('t1', caller('alice'), 'c2', '{}')).toBe('principal-full');
+      now = T0 + 1000;
+      await s.save(task('t2'), caller('alice'));
+      expect(await s.savePushConfig('t2', caller('alice'), 'c1', '{}')).toBe('saved');
     });
 
     it('close() twice is safe', async () => {

@@ -50,6 +50,21 @@ describe('MCP front: hostile and broken input', () => {
     expect((await getJson(`${gw.url}mcp`, { method: 'DELETE', headers: stolen })).status).toBe(404);
   });
 
+  it('answers an initialize with params that are not an initialize\'s -32602 Invalid params, never -32603 (fuzz seed 423415073)', async () => {
+    const { gw } = await mcpGateway();
+    for (const params of [{ name: 'nope', arguments: null }, {}, null, { protocolVersion: 5 }]) {
+      const res = await getJson(`${gw.url}mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 'y$ZnC9', method: 'initialize', params }) });
+      const body = typeof res.body === 'string' ? JSON.parse(res.body.replace(/^[\s\S]*?data: /, '')) : res.body;
+      expect(body, JSON.stringify(params)).toMatchObject({ jsonrpc: '2.0', id: 'y$ZnC9', error: { code: -32602 } });
+    }
+    // In a batch (fuzz seed 1852610251), valid or not: -32600.
+    const init = (params: unknown) => ({ jsonrpc: '2.0', id: 1, method: 'initialize', params });
+    for (const batch of [[init({ protocolVersion: '', capabilities: [1, false], clientInfo: false }), { jsonrpc: '2.0', id: 2, method: 'ping' }], [init({ protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } })]]) {
+      const res = await getJson(`${gw.url}mcp`, { method: 'POST', headers, body: JSON.stringify(batch) });
+      expect(res.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600 } });
+    }
+  });
+
   it('answers a 2025 GET or DELETE without a session 405, and malformed JSON 400, and keeps serving', async () => {
     const { gw } = await mcpGateway();
     expect((await getJson(`${gw.url}mcp`, { headers })).status).toBe(405);

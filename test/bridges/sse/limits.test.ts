@@ -36,11 +36,12 @@ describe('SSE limits', () => {
     const url = `${gw.url}events/stream`;
     for (let i = 0; i < 3; i++) await openLive(url, {});
     const overall = await getJson(url);
-    expect(overall.status).toBe(429);
-    expect(overall.body.error).toMatchObject({ code: 'TOO_MANY_STREAMS', details: { limit: 'maxConnections' } });
+    expect(overall.status).toBe(503);
+    expect(overall.headers.get('retry-after')).toBe('5');
+    expect(overall.body.error).toMatchObject({ code: 'STREAMS_EXHAUSTED', details: { limit: 'maxConnections' } });
   });
 
-  it('refuses streams over sse.maxConnections and sse.maxConnectionsPerPrincipal with 429 TOO_MANY_STREAMS', async () => {
+  it('refuses streams over sse.maxConnectionsPerPrincipal with 429 TOO_MANY_STREAMS and over sse.maxConnections (the shared pool full) with 503 STREAMS_EXHAUSTED', async () => {
     const gw = await startTestGateway(gatewayYaml(`${keys}\nsse: { maxConnections: 3, maxConnectionsPerPrincipal: 2 }`));
     const url = `${gw.url}events/stream`;
     const alice = { 'X-Api-Key': 'alice-key' };
@@ -52,8 +53,9 @@ describe('SSE limits', () => {
     expect(perPrincipal.body.error).toMatchObject({ code: 'TOO_MANY_STREAMS', details: { limit: 'maxConnectionsPerPrincipal', max: 2 } });
     await openLive(url, bob);
     const overall = await getJson(url, { headers: bob });
-    expect(overall.status).toBe(429);
-    expect(overall.body.error).toMatchObject({ code: 'TOO_MANY_STREAMS', details: { limit: 'maxConnections', max: 3 } });
+    expect(overall.status).toBe(503);
+    expect(overall.headers.get('retry-after')).toBe('5');
+    expect(overall.body.error).toMatchObject({ code: 'STREAMS_EXHAUSTED', details: { limit: 'maxConnections', max: 3 } });
     // A closed stream gives its slot back.
     first.close();
     await eventually(async () => (await metricValue(gw, 'proto_gateway_sse_connections')) === 2);
