@@ -30,7 +30,7 @@ function one(spans: ExportedSpan[], predicate: (span: ExportedSpan) => boolean, 
 }
 
 describe('server spans of every transport', () => {
-  it('a gRPC SubmitCommand, an MCP tools/call and an A2A SendMessage each open a server span, parent of the accept; gRPC, MCP and A2A deliveries link to the event', async () => {
+  it('a gRPC SubmitCommand, an MCP tools/call and an A2A SendMessage each open a server span, parent of the accept (and a gRPC Subscribe one for the stream); gRPC, MCP and A2A deliveries link to the event', async () => {
     const otlp = await startOtlpReceiver();
     tracing = startTracing({ traces: { endpoint: otlp.url, sampleRatio: 1 }, env: { OTEL_BSP_SCHEDULE_DELAY: '50' } });
     const { orders, payments } = await exampleBackends();
@@ -56,6 +56,8 @@ ${ordersBackend(orders.url)}${protoBackend(payments.url)}`));
       text_data: JSON.stringify(command.data),
     }, submitMd);
     await eventually(() => stream.events.length >= 1, 20_000);
+    // The Subscribe stream's own server span ends with the call.
+    stream.call.cancel();
 
     // MCP: send_command on a session whose push stream then carries the command's events.
     const mcp = await connect(gw);
@@ -82,13 +84,17 @@ ${ordersBackend(orders.url)}${protoBackend(payments.url)}`));
     expect(a2aBody.error).toBeUndefined();
 
     const accepts = () => otlp.spans.filter((s) => s.name.startsWith('accept '));
-    await eventually(() => accepts().length >= 3 && otlp.spans.some((s) => s.name === 'deliver grpc') && ['deliver grpc', 'deliver mcp', 'deliver a2a'].every((name) => otlp.spans.some((s) => s.name === name)), 30_000, 100);
+    await eventually(() => accepts().length >= 3 && otlp.spans.some((s) => s.name === 'deliver grpc') && ['deliver grpc', 'deliver mcp', 'deliver a2a', 'proto.gateway.v1.EventGateway/Subscribe'].every((name) => otlp.spans.some((s) => s.name === name)), 30_000, 100);
     const spans = otlp.spans;
 
     const grpcCall = one(spans, (s) => s.name === 'proto.gateway.v1.EventGateway/SubmitCommand', 'the gRPC server span');
     expect(grpcCall).toMatchObject({ kind: KIND.SERVER, traceId: CALLER_TRACE, parentSpanId: 'b7ad6b7169203331' });
     expect(grpcCall.attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.service': 'proto.gateway.v1.EventGateway', 'rpc.method': 'SubmitCommand', 'rpc.grpc.status_code': 0 });
     expect(one(spans, (s) => s.attributes['proto.command.id'] === command.id && s.name === 'accept orders', 'the gRPC accept').parentSpanId).toBe(grpcCall.spanId);
+
+    const subscribeCall = one(spans, (s) => s.name === 'proto.gateway.v1.EventGateway/Subscribe', 'the gRPC Subscribe span');
+    expect(subscribeCall).toMatchObject({ kind: KIND.SERVER });
+    expect(subscribeCall.attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.method': 'Subscribe', 'rpc.grpc.status_code': grpc.status.CANCELLED });
 
     const toolCall = one(spans, (s) => s.name === 'tools/call send_command', 'the MCP tool span');
     const mcpRequest = one(spans, (s) => s.spanId === toolCall.parentSpanId, 'the MCP request span');

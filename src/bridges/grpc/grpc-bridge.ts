@@ -238,6 +238,8 @@ export class GrpcBridge {
 
   async #subscribe(call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>): Promise<void> {
     const { metrics } = this.#o;
+    // The server span of the whole stream (each event it carries is a delivery span of its own).
+    const span = startRpcServerSpan('grpc', GRPC_SERVICE, 'Subscribe', call.metadata.getMap());
     let slot: Slot;
     try {
       const principal = await this.#principal(call.metadata, 'grpc.Subscribe');
@@ -246,21 +248,25 @@ export class GrpcBridge {
     } catch (err) {
       const error = grpcError(err);
       metrics.rpc('Subscribe', statusName(error.code));
+      endRpcSpan(span, error.code);
       call.emit('error', error);
       return;
     }
     const { filter, aliasesFor } = await followAliases(eventFilter(call.request), this.#o.aliases).catch((err: unknown) => {
       slot.release();
+      endRpcSpan(span, grpcError(err).code);
       throw err;
     });
     // Cancelled (or shut down) while the aliases were read: nothing to attach.
     if (call.cancelled || call.destroyed) {
       slot.release();
+      endRpcSpan(span, grpc.status.CANCELLED);
       return metrics.rpc('Subscribe', 'CANCELLED');
     }
     if (this.#closing) {
       slot.release();
       metrics.rpc('Subscribe', 'UNAVAILABLE');
+      endRpcSpan(span, grpc.status.UNAVAILABLE);
       return void call.emit('error', endStatus('shutdown'));
     }
     const writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
@@ -268,7 +274,9 @@ export class GrpcBridge {
       this.#streams.delete(writer);
       attachment.detach();
       metrics.streams(-1);
-      metrics.rpc('Subscribe', statusName(endStatus(reason).code));
+      const { code } = endStatus(reason);
+      metrics.rpc('Subscribe', statusName(code));
+      endRpcSpan(span, code);
     });
     this.#streams.add(writer);
     metrics.streams(1);
