@@ -54,6 +54,7 @@ import { redisMetrics } from './metrics/redis.ts';
 import { createQueryPath } from './query-path.ts';
 import { createRegistry } from './registry/create-registry.ts';
 import type { ServiceRegistry } from './registry/service-registry.ts';
+import { migrateToTaggedKeys } from './storage/redis-key-migration.ts';
 import { RedisReadiness } from './storage/redis-readiness.ts';
 import { GATEWAY_VERSION } from './version.ts';
 
@@ -106,6 +107,11 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   // Every Redis connection the stores open reports its commands to the metrics.
   const config: GatewayConfig = loaded.storage.driver === 'redis' ? { ...loaded, storage: { ...loaded.storage, redisObserver: redisMetrics(registry) } } : loaded;
   const life = new Lifecycle(logger);
+  if (config.storage.driver === 'redis') {
+    // Keys an older gateway wrote under the untagged prefix move to the tagged one before any store opens.
+    const moved = await migrateToTaggedKeys(config.storage);
+    if (moved > 0) logger.info({ moved, prefix: config.storage.prefix }, 'moved the Redis keys to the hash-tagged prefix');
+  }
   const log = await openEventLog(config.storage);
   life.add({ close: () => log.close() });
   logMetrics(registry, log);

@@ -23,7 +23,9 @@
  * `STORE_UNAVAILABLE`, so the command is not answered 201); so is a repeat that finds the command
  * already stored (its first accept may have been refused before the write reached a replica). What survives a Redis crash otherwise
  * depends on the server's `appendonly`/`appendfsync` (README, "What a 201 means on Redis").
- * Keys are built from the prefix inside scripts too, so Redis Cluster is not supported.
+ * Two scripts still build a key inside (RESCHEDULE and COMPLETE: the due set of the backend they
+ * read from the entry); on a Redis Cluster it shares the prefix's hash tag, hence the slot of the
+ * declared keys.
  *
  * Leased claims (`claimDue`): claiming moves an entry's due time to the end of its lease, in the
  * script that reads it, so two replicas' dispatchers never deliver one entry at once, and a dead
@@ -85,7 +87,7 @@ redis.call('HSET', KEYS[4], member, ARGV[5])
 redis.call('HSET', KEYS[5], member, ARGV[6])
 redis.call('HSET', KEYS[6], member, ARGV[8])
 redis.call('ZADD', KEYS[7], ARGV[7], member)
-redis.call('ZADD', KEYS[8] .. ARGV[8], ARGV[7], member)
+redis.call('ZADD', KEYS[8], ARGV[7], member)
 redis.call('HINCRBY', KEYS[9], ARGV[8], 1)
 if ARGV[9] == '1' then redis.call('SADD', KEYS[10], member) end
 `;
@@ -226,7 +228,7 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
 
   async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
     const k = this.#keys;
-    const reply = (await this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [
+    const reply = (await this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys(entry.backend)], [
       record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry),
     ])) as [number, string];
     // A repeat waits too: the first accept may have been answered 503 before its write reached a
@@ -242,7 +244,7 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
     const k = this.#keys;
     const replies = (await Promise.all(
       items.map(({ record, entry, leaseMs }) =>
-        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys()], [
+        this.#run(ACCEPT, [k.idem, k.idemExp, ...this.#enqueueKeys(entry.backend)], [
           record.id, nowMs, JSON.stringify(record), record.expiresMs, ...this.#enqueueArgs(entry, leaseMs === undefined ? undefined : nowMs + leaseMs),
         ]),
       ),
@@ -276,7 +278,7 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
   }
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
-    const seq = Number(await this.#run(ENQUEUE_ONLY, ['', '', ...this.#enqueueKeys()], ['', '', '', '', ...this.#enqueueArgs(entry)]));
+    const seq = Number(await this.#run(ENQUEUE_ONLY, [this.#keys.idem, this.#keys.idemExp, ...this.#enqueueKeys(entry.backend)], ['', '', '', '', ...this.#enqueueArgs(entry)]));
     await this.#waitForReplicas();
     return { ...structuredClone(entry), seq };
   }
@@ -357,9 +359,10 @@ export class RedisCommandStore implements CommandStore, AliasNotices {
     return [JSON.stringify(fixed), JSON.stringify(state), this.#clock.toRedis(leaseEndMs ?? nextAttemptMs), entry.backend, leaseEndMs === undefined ? '0' : '1'];
   }
 
-  #enqueueKeys(): string[] {
+  /** KEYS[3..10] of ENQUEUE, `backend`'s due set among them. */
+  #enqueueKeys(backend: string): string[] {
     const k = this.#keys;
-    return [k.seq, k.outbox, k.state, k.backendOf, k.due, k.dueOf, k.backends, k.claimed];
+    return [k.seq, k.outbox, k.state, k.backendOf, k.due, k.dueOf + backend, k.backends, k.claimed];
   }
 
   async #run(script: RedisScript, keys: string[], args: Array<string | number>): Promise<unknown> {

@@ -174,6 +174,8 @@ export interface RedisSettings {
   sentinels?: Array<{ host: string; port: number }>;
   /** The Sentinel master name. */
   name?: string;
+  /** Redis Cluster seed nodes (host, port): the stores use a Cluster client. */
+  cluster?: Array<{ host: string; port: number }>;
 }
 
 export interface EventsConfig {

@@ -30,6 +30,9 @@ export interface DeliveryClientOptions {
   connectionsPerOrigin?: number;
 }
 
+/** URLs whose check before connecting is remembered at most; beyond, the memory starts over. */
+export const MAX_CHECKED_URLS = 10_000;
+
 /** The result of one POST, with the guard's refusal reason when the target was refused. */
 export interface DeliveryResponse extends AttemptResult {
   refusal?: RefusalReason;
@@ -41,6 +44,8 @@ export class DeliveryClient {
   readonly #guard: SsrfGuard;
   readonly #timeoutMs: number;
   readonly #agent: Agent;
+  /** URLs that passed the guard's check before connecting. */
+  readonly #checked = new Set<string>();
   #closed: Promise<void> | undefined;
 
   constructor(options: DeliveryClientOptions) {
@@ -57,21 +62,42 @@ export class DeliveryClient {
 
   /** POSTs `body` to `url`; never throws: a failure is in `error` (and `refusal` when the guard refused). */
   async post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse> {
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    // One controller and one timer per attempt, aborted by the deadline or by the caller's signal
+    // (cheaper than `AbortSignal.timeout` joined by `AbortSignal.any`, measured in issue 28).
+    const attempt = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      attempt.abort(new DOMException('the attempt timed out', 'TimeoutError'));
+    }, this.#timeoutMs);
+    timer.unref();
+    const onAbort = (): void => attempt.abort(signal!.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      await this.#guard.checkBeforeConnect(url);
-      const res = await request(url, {
-        method: 'POST',
-        headers,
-        body,
-        dispatcher: this.#agent,
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
+      if (!this.#checked.has(url)) await this.#checkTarget(url);
+      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.#agent, signal: attempt.signal });
       await res.body.dump({ limit: MAX_RESPONSE_BYTES });
       return { status: res.statusCode, retryAfterMs: parseRetryAfter(res.headers['retry-after'], Date.now()) };
     } catch (err) {
-      return failure(err, timeout.aborted);
+      return failure(err, timedOut);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * The guard's check before connecting (`SsrfGuard.checkBeforeConnect`), once per URL: its verdict
+   * depends on the URL alone (scheme, user-info, host; an IP literal host's address), and the guard
+   * does not change, so a URL that passed is remembered (up to `MAX_CHECKED_URLS`). A refusal is
+   * not remembered: it is judged, counted and answered again on every attempt. A host name is
+   * resolved and checked by each connection's own lookup, as before.
+   */
+  async #checkTarget(url: string): Promise<void> {
+    await this.#guard.checkBeforeConnect(url);
+    if (this.#checked.size >= MAX_CHECKED_URLS) this.#checked.clear();
+    this.#checked.add(url);
   }
 
   /** Closes the pooled connections. Safe to call twice. */

@@ -12,8 +12,9 @@
  * stream; it reconnects after the stream ends or fails. Stream events move only `lastEventId`, never
  * the poll position, so every catch-up covers whatever a dropped stream lost.
  *
- * Every page or chunk is appended together with the checkpoint `follow:{backendId}` (JSON
- * `{ cursor?, fromTime?, lastEventId? }`) in one `append()`. Events are checked against the
+ * The pages of one poll (up to `POLL_BATCH_EVENTS` events), and each chunk of the stream (what
+ * arrived since the last append), are appended together with the checkpoint `follow:{backendId}`
+ * (JSON `{ cursor?, fromTime?, lastEventId? }`) in one `append()`. Events are checked against the
  * envelope rules (a malformed one is skipped, logged, counted) and against `events.maxEventBytes`
  * (a larger one is refused once, counted; on the stream it is skipped without ending the
  * connection, so a replay from the last id never meets it again), and stored as received except
@@ -86,6 +87,9 @@ export function followCheckpointKey(backendId: string): string {
 const DEFAULT_PAGE_LIMIT = 100;
 const DEFAULT_MAX_PAGES = 100;
 
+/** Events of consecutive pages appended together at most (one transaction, one checkpoint write). */
+export const POLL_BATCH_EVENTS = 1000;
+
 /** Follows one proto backend's events into the log; `start()` begins, `close()` stops (idempotent). */
 export class ProtoFollower {
   readonly #options: ProtoFollowerOptions;
@@ -140,19 +144,43 @@ export class ProtoFollower {
     return complete;
   }
 
+  /**
+   * Reads pages from `state` and appends them in batches (issue 29): the events of consecutive
+   * pages go into one `append()` with the checkpoint of the last of them, once `POLL_BATCH_EVENTS`
+   * are read, at the last page, and before a failure is thrown (what was read is kept; if that
+   * append fails too, the next poll reads those pages again from the stored checkpoint).
+   */
   async #catchUp(state: FollowState, signal?: AbortSignal): Promise<{ complete: boolean; state: FollowState }> {
     const maxPages = this.#options.maxPagesPerPoll ?? DEFAULT_MAX_PAGES;
-    for (let page = 0; page < maxPages; page++) {
-      const { next, more } = await this.#readPage(state, signal);
-      this.#lastError = undefined;
-      state = next;
-      if (!more) return { complete: true, state };
+    let stored = state;
+    let batch: CloudEvent[] = [];
+    const flush = async (): Promise<void> => {
+      await this.#store(batch, stored, state);
+      stored = state;
+      batch = [];
+    };
+    try {
+      for (let page = 0; page < maxPages; page++) {
+        const { next, more, events } = await this.#readPage(state, signal);
+        this.#lastError = undefined;
+        state = next;
+        batch.push(...events);
+        if (!more) {
+          await flush();
+          return { complete: true, state };
+        }
+        if (batch.length >= POLL_BATCH_EVENTS) await flush();
+      }
+      await flush();
+      return { complete: false, state };
+    } catch (err) {
+      if (stored !== state) await flush().catch(() => undefined);
+      throw err;
     }
-    return { complete: false, state };
   }
 
-  /** Reads, checks and appends one page; `more` when the backend gave a new `nextCursor`. */
-  async #readPage(state: FollowState, signal?: AbortSignal): Promise<{ next: FollowState; more: boolean }> {
+  /** Reads and checks one page; `more` when the backend gave a new `nextCursor`. */
+  async #readPage(state: FollowState, signal?: AbortSignal): Promise<{ next: FollowState; more: boolean; events: CloudEvent[] }> {
     let body: unknown;
     try {
       body = await this.#fetchPage(state, signal);
@@ -168,8 +196,8 @@ export class ProtoFollower {
     const events = this.#accept(list.events);
     const next: FollowState = { ...state, fromTime: newestTime(state.fromTime, events) };
     if (list.nextCursor !== undefined) next.cursor = list.nextCursor;
-    await this.#store(events, state, next);
-    return { next, more: list.nextCursor !== undefined && list.nextCursor !== state.cursor };
+    this.#options.metrics.markRead(this.#options.backendId);
+    return { next, more: list.nextCursor !== undefined && list.nextCursor !== state.cursor, events };
   }
 
   #fetchPage(state: FollowState, signal?: AbortSignal): Promise<unknown> {

@@ -8,6 +8,9 @@
  * - sorted sets of positions scored by position: `P log:all` (the log order) and one per indexed
  *   key, `P log:ix:type:{t}`, `log:ix:source:{s}`, `log:ix:corr:{c}`, `log:ix:backend:{b}`;
  *   `P log:time` positions scored by the event's `time`, `P log:added` by append time (retention);
+ * - `P log:tb:m` and `P log:tb:h` time buckets: the first and last position of each minute and hour
+ *   of event time (`f{bucket}`, `l{bucket}`; the hour hash also the `min` and `max` hour), dropped
+ *   when pruning deletes their last event;
  * - `P log:tail` a Stream with one entry per append of up to 500 events (a larger append writes
  *   several; id `{last position}-0`, fields position → the stored JSON), capped with `MAXLEN ~`:
  *   the live fan-out across replicas reads it.
@@ -24,7 +27,8 @@
  * anything between it and a newer entry (a reconnect, a trimmed tail) is read from the log first,
  * so there is no gap and no repeat.
  *
- * Keys are built from the prefix inside the script, so Redis Cluster is not supported.
+ * Every script declares every key it touches in `KEYS` (the append: each event's index keys too),
+ * and every key shares the prefix's hash tag, so a Redis Cluster runs them on the prefix's slot.
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
@@ -73,8 +77,10 @@ const MAX_CHUNK = 1_000;
 const PRUNE_CHUNK = 500;
 
 /**
- * KEYS: seq, ids, ev, all, added, time, cp, tail, clock, minute buckets, hour buckets. ARGV: nowMs, hasCheckpoint, cpKey, cpValue,
- * tailMaxLen, index prefix, n, then per event: id, json, type, source, correlation id, backend, timeMs
+ * KEYS: seq, ids, ev, all, added, time, cp, tail, clock, minute buckets, hour buckets, then per event
+ * its index keys: type, source, correlation id (when it has one), backend (when it has one). ARGV:
+ * nowMs, hasCheckpoint, cpKey, cpValue, tailMaxLen, '' (unused), n, then per event: id, json, type,
+ * source, correlation id, backend, timeMs
  * (an optional value is '' when absent, else ':' followed by the value). Returns each event's position
  * (0 for a duplicate).
  */
@@ -82,13 +88,17 @@ const APPEND = new RedisScript(`
 local now = tonumber(ARGV[1])
 local clock = tonumber(redis.call('GET', KEYS[9]) or '0')
 if clock > now then now = clock end
-local ix = ARGV[6]
+local k = 12
 local n = tonumber(ARGV[7])
 local positions = {}
 local tail = {}
 for i = 0, n - 1 do
   local b = 8 + i * ${FIELDS}
   local id = ARGV[b]
+  local ixType, ixSource, ixCorr, ixBackend = KEYS[k], KEYS[k + 1], nil, nil
+  k = k + 2
+  if ARGV[b + 4] ~= '' then ixCorr = KEYS[k]; k = k + 1 end
+  if ARGV[b + 5] ~= '' then ixBackend = KEYS[k]; k = k + 1 end
   if redis.call('HEXISTS', KEYS[2], id) == 1 then
     positions[#positions + 1] = 0
   else
@@ -97,10 +107,10 @@ for i = 0, n - 1 do
     redis.call('HSET', KEYS[3], pos, ARGV[b + 1])
     redis.call('ZADD', KEYS[4], pos, pos)
     redis.call('ZADD', KEYS[5], now, pos)
-    redis.call('ZADD', ix .. 'type:' .. ARGV[b + 2], pos, pos)
-    redis.call('ZADD', ix .. 'source:' .. ARGV[b + 3], pos, pos)
-    if ARGV[b + 4] ~= '' then redis.call('ZADD', ix .. 'corr:' .. string.sub(ARGV[b + 4], 2), pos, pos) end
-    if ARGV[b + 5] ~= '' then redis.call('ZADD', ix .. 'backend:' .. string.sub(ARGV[b + 5], 2), pos, pos) end
+    redis.call('ZADD', ixType, pos, pos)
+    redis.call('ZADD', ixSource, pos, pos)
+    if ixCorr then redis.call('ZADD', ixCorr, pos, pos) end
+    if ixBackend then redis.call('ZADD', ixBackend, pos, pos) end
     if ARGV[b + 6] ~= '' then
       local t = tonumber(string.sub(ARGV[b + 6], 2))
       redis.call('ZADD', KEYS[6], t, pos)
@@ -158,6 +168,40 @@ for i = 2 + n * 3, #ARGV, 3 do
 end
 `);
 
+/**
+ * Drops the time buckets whose last position is gone (pruning deletes a prefix of the log: every
+ * position up to ARGV[1]), then sets the hour range (`min`, `max`) to the hours of the earliest and
+ * latest event time left (none: removed). Checked and dropped in one script, so an append that
+ * adds to a bucket meanwhile keeps it. KEYS: minute buckets, hour buckets, time. ARGV: the last
+ * gone position, n, n minute buckets, then hour buckets. Returns how many buckets it dropped.
+ */
+const DROP_BUCKETS = new RedisScript(`
+local gone = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local dropped = 0
+local function drop(key, bucket)
+  local last = redis.call('HGET', key, 'l' .. bucket)
+  if last and tonumber(last) <= gone then
+    redis.call('HDEL', key, 'f' .. bucket, 'l' .. bucket)
+    dropped = dropped + 1
+  end
+end
+for i = 3, 2 + n do drop(KEYS[1], ARGV[i]) end
+for i = 3 + n, #ARGV do drop(KEYS[2], ARGV[i]) end
+local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+if #first == 0 then
+  redis.call('HDEL', KEYS[2], 'min', 'max')
+else
+  local hour = ${BUCKET_MS * MINUTES_PER_HOUR}
+  redis.call('HSET', KEYS[2], 'min', string.format('%d', math.floor(tonumber(first[2]) / hour)), 'max', string.format('%d', math.floor(tonumber(last[2]) / hour)))
+end
+return dropped
+`);
+
+/** Buckets handed to one `DROP_BUCKETS` call at most. */
+const DROP_CHUNK = 1_000;
+
 /** Time entries read per round trip by the bucket backfill. */
 const BACKFILL_CHUNK = 5_000;
 
@@ -175,7 +219,7 @@ interface Row {
 /** An `EventLog` on Redis, shared by every replica on the same prefix. */
 export class RedisEventLog implements EventLog, RetainingLog {
   readonly #options: RedisEventLogOptions;
-  readonly #keys: Record<'seq' | 'ids' | 'ev' | 'all' | 'added' | 'time' | 'cp' | 'tail' | 'clock' | 'ix' | 'minutes' | 'hours' | 'bucketsBuilt', string>;
+  readonly #keys: Record<'seq' | 'ids' | 'ev' | 'all' | 'added' | 'time' | 'cp' | 'tail' | 'clock' | 'ix' | 'minutes' | 'hours' | 'bucketsBuilt' | 'bucketsSwept', string>;
   readonly #listeners: ListenerSet;
   #client: Redis | undefined;
   #blocking: Redis | undefined;
@@ -191,7 +235,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
     const p = `${options.prefix}log:`;
     this.#keys = {
       seq: `${p}seq`, ids: `${p}ids`, ev: `${p}ev`, all: `${p}all`, added: `${p}added`, time: `${p}time`,
-      cp: `${p}cp`, tail: `${p}tail`, clock: `${p}clock`, ix: `${p}ix:`, minutes: `${p}tb:m`, hours: `${p}tb:h`, bucketsBuilt: `${p}tb:built`,
+      cp: `${p}cp`, tail: `${p}tail`, clock: `${p}clock`, ix: `${p}ix:`, minutes: `${p}tb:m`, hours: `${p}tb:h`, bucketsBuilt: `${p}tb:built`, bucketsSwept: `${p}tb:swept`,
     };
     this.#listeners = new ListenerSet(options.onListenerError);
   }
@@ -206,6 +250,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
       const last = await client.xrevrange(this.#keys.tail, '+', '-', 'COUNT', 1);
       this.#delivered = last.length > 0 ? Number(last[0][0].split('-')[0]) : 0;
       await this.#backfillTimeBuckets(client);
+      await this.#sweepTimeBuckets(client);
     } catch (err) {
       await closeRedis(client);
       throw err;
@@ -223,14 +268,14 @@ export class RedisEventLog implements EventLog, RetainingLog {
     if (rows.length === 0 && !checkpoint) return { appended: [], duplicates: 0 };
     const args: Array<string | number> = [
       Date.now(), checkpoint ? '1' : '0', checkpoint?.key ?? '', checkpoint?.value ?? '',
-      this.#options.tailMaxLen ?? 10_000, this.#keys.ix, rows.length,
+      this.#options.tailMaxLen ?? 10_000, '', rows.length,
     ];
     for (const { item, keys, json } of rows) {
       args.push(item.event.id, json, keys.type, keys.source, optional(keys.correlationId), optional(keys.backend), optional(keys.timeMs));
     }
     const k = this.#keys;
     const positions = (await whileRedisAnswers('event log', () =>
-      APPEND.run(client, [k.seq, k.ids, k.ev, k.all, k.added, k.time, k.cp, k.tail, k.clock, k.minutes, k.hours], args),
+      APPEND.run(client, [k.seq, k.ids, k.ev, k.all, k.added, k.time, k.cp, k.tail, k.clock, k.minutes, k.hours, ...rows.flatMap(({ keys }) => this.#indexKeys(keys))], args),
     )) as number[];
     const appended: StoredEvent[] = [];
     positions.forEach((position, i) => {
@@ -361,19 +406,61 @@ export class RedisEventLog implements EventLog, RetainingLog {
     await client.set(this.#keys.bucketsBuilt, '1');
   }
 
-  /** Deletes the events at `positions` with every index entry. */
+  /**
+   * Drops the time buckets a log pruned before buckets were pruned with it still has (once per log:
+   * marked done with `P log:tb:swept`): every bucket whose last position is before the log's first.
+   */
+  async #sweepTimeBuckets(client: Redis): Promise<void> {
+    if ((await client.exists(this.#keys.bucketsSwept)) === 1) return;
+    const [first] = await client.zrange(this.#keys.all, '0', '0');
+    const gone = first === undefined ? Number(await client.get(this.#keys.seq) ?? 0) : Number(first) - 1;
+    const dead = async (key: string): Promise<string[]> => {
+      const buckets: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, flat] = await client.hscan(key, cursor, 'MATCH', 'l*', 'COUNT', 1_000);
+        for (let i = 0; i < flat.length; i += 2) if (Number(flat[i + 1]) <= gone) buckets.push(flat[i]!.slice(1));
+        cursor = next;
+      } while (cursor !== '0');
+      return buckets;
+    };
+    if (gone > 0) await this.#dropBuckets(client, gone, await dead(this.#keys.minutes), await dead(this.#keys.hours));
+    await client.set(this.#keys.bucketsSwept, '1');
+  }
+
+  /** Runs `DROP_BUCKETS` over `minutes` and `hours` in bounded calls. */
+  async #dropBuckets(client: Redis, gone: number, minutes: Iterable<number | string>, hours: Iterable<number | string>): Promise<void> {
+    const [m, h] = [[...minutes], [...hours]];
+    const keys = [this.#keys.minutes, this.#keys.hours, this.#keys.time];
+    do {
+      const minuteChunk = m.splice(0, DROP_CHUNK);
+      const hourChunk = h.splice(0, DROP_CHUNK);
+      await DROP_BUCKETS.run(client, keys, [gone, minuteChunk.length, ...minuteChunk, ...hourChunk]);
+    } while (m.length > 0 || h.length > 0);
+  }
+
+  /** Deletes the events at `positions` (the log's first ones) with every index entry and the time buckets they leave empty. */
   async #remove(client: Redis, positions: string[]): Promise<void> {
     const texts = await client.hmget(this.#keys.ev, ...positions);
     const tx = client.multi();
     tx.zrem(this.#keys.all, ...positions).zrem(this.#keys.added, ...positions).zrem(this.#keys.time, ...positions);
     tx.hdel(this.#keys.ev, ...positions);
+    const minutes = new Set<number>();
+    const hours = new Set<number>();
     texts.forEach((text, i) => {
       if (text === null) return;
       const stored = parseRow(Number(positions[i]), text);
+      const keys = eventKeys(stored);
       tx.hdel(this.#keys.ids, stored.event.id);
-      for (const key of this.#indexKeys(eventKeys(stored))) tx.zrem(key, positions[i]);
+      for (const key of this.#indexKeys(keys)) tx.zrem(key, positions[i]);
+      if (keys.timeMs !== undefined) {
+        minutes.add(Math.floor(keys.timeMs / BUCKET_MS));
+        hours.add(Math.floor(keys.timeMs / (BUCKET_MS * MINUTES_PER_HOUR)));
+      }
     });
     await tx.exec();
+    // Every position up to the last of these is gone now: a bucket that ends there has no event left.
+    await this.#dropBuckets(client, Math.max(...positions.map(Number)), minutes, hours);
   }
 
   /** The index sorted sets an event is in. */

@@ -41,7 +41,7 @@ export const storageSection: ConfigSection<'storage'> = {
       },
       "redis": {
         "type": "object",
-        "description": "redis: durability of an accepted command and Sentinel settings passed to ioredis. Redis Cluster is not supported.",
+        "description": "redis: durability of an accepted command, and Sentinel or Redis Cluster settings passed to ioredis.",
         "additionalProperties": false,
         "properties": {
           "waitReplicas": {
@@ -87,10 +87,42 @@ export const storageSection: ConfigSection<'storage'> = {
             "type": "string",
             "minLength": 1,
             "description": "Sentinel: the monitored master's name (required with sentinels)."
+          },
+          "cluster": {
+            "type": "array",
+            "minItems": 1,
+            "description": "Redis Cluster seed nodes (host, port): the stores use a Cluster client; storage.url's user, password and TLS apply to every node. All keys share the hash tag of storage.prefix (one slot). Not with sentinels, waitReplicas or waitAof.",
+            "items": {
+              "type": "object",
+              "additionalProperties": false,
+              "required": [
+                "host",
+                "port"
+              ],
+              "properties": {
+                "host": {
+                  "type": "string",
+                  "minLength": 1
+                },
+                "port": {
+                  "type": "integer",
+                  "minimum": 1,
+                  "maximum": 65535
+                }
+              }
+            }
           }
         }
       }
     }
+  },
+  check(config, report) {
+    const redis = asMap(asMap(config.storage).redis);
+    if (redis.cluster === undefined) return;
+    // A cluster routes by key: WAIT and WAITAOF (no key) would land on any master, not the one written.
+    if (redis.sentinels !== undefined) report(['storage', 'redis', 'cluster'], 'cannot be combined with storage.redis.sentinels');
+    if (typeof redis.waitReplicas === 'number' && redis.waitReplicas > 0) report(['storage', 'redis', 'cluster'], 'cannot be combined with storage.redis.waitReplicas (yet)');
+    if (redis.waitAof === true) report(['storage', 'redis', 'cluster'], 'cannot be combined with storage.redis.waitAof (yet)');
   },
   defaults(value, context): StorageConfig {
     const raw = asMap(value);
@@ -111,5 +143,6 @@ function redisSettings(raw: RawMap): StorageConfig['redis'] {
     waitAof: flag(raw.waitAof, false),
     ...(Array.isArray(raw.sentinels) && { sentinels: raw.sentinels as Array<{ host: string; port: number }> }),
     ...(typeof raw.name === 'string' && { name: raw.name }),
+    ...(Array.isArray(raw.cluster) && { cluster: raw.cluster as Array<{ host: string; port: number }> }),
   };
 }

@@ -223,6 +223,17 @@ describe('problems are reported at their line and column', () => {
     expect((await loadConfig(await writeConfig('server:\n  host: 10.1.2.3\n'))).server.host).toBe('10.1.2.3');
   });
 
+  it('storage.redis.cluster with what a cluster cannot route (sentinels, WAIT, WAITAOF); alone it loads', async () => {
+    const cluster = 'storage:\n  driver: redis\n  redis:\n    cluster: [{ host: 127.0.0.1, port: 7000 }]\n';
+    const messages = (await problemsOf(`${cluster}    waitReplicas: 1\n    waitAof: true\n    sentinels: [{ host: 127.0.0.1, port: 26379 }]\n    name: m\n`)).map((p) => p.message);
+    expect(messages.sort()).toEqual([
+      'storage.redis.cluster: cannot be combined with storage.redis.sentinels',
+      'storage.redis.cluster: cannot be combined with storage.redis.waitAof (yet)',
+      'storage.redis.cluster: cannot be combined with storage.redis.waitReplicas (yet)',
+    ]);
+    expect((await loadConfig(await writeConfig(cluster))).storage.redis.cluster).toEqual([{ host: '127.0.0.1', port: 7000 }]);
+  });
+
   it('a bad enum value', async () => {
     expect(where(await problemsOf('storage:\n  driver: postgres\n'))).toEqual([[2, 11, 'storage.driver: must be one of "sqlite", "memory", "redis"']]);
   });

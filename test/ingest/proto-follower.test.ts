@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startPaymentsService, type PaymentsService } from '../../examples/payments-service.ts';
-import { followCheckpointKey, ProtoFollower, type ProtoFollowerOptions } from '../../src/ingest/proto-follower.ts';
+import { followCheckpointKey, POLL_BATCH_EVENTS, ProtoFollower, type ProtoFollowerOptions } from '../../src/ingest/proto-follower.ts';
 import type { CloudEvent } from '../../src/log/EventLog.ts';
 import type { MemoryEventLog } from '../../src/log/memory.ts';
 import type { IngestMetrics } from '../../src/metrics/ingest.ts';
@@ -126,6 +126,58 @@ describe('ProtoFollower, poll mode', () => {
     expect(backend.server.requests[0].headers['x-api-key']).toBe('k1');
     expect(JSON.parse((await log.checkpoint(followCheckpointKey('payments')))!)).toMatchObject({ cursor: '6' });
     expect(await counterValue(metrics.ingested, { backend: 'payments', type: 'PaymentAuthorizedV1' })).toBe(7);
+  });
+
+  it('appends the pages of one poll together: one append with the last page\'s checkpoint (issue 29)', async () => {
+    backend = await startBackend({ cursors: true });
+    log = await openLog();
+    metrics = newMetrics();
+    backend.emit(7);
+    const appends: Array<{ ids: string[]; checkpoint?: string }> = [];
+    const append = log.append.bind(log);
+    log.append = (items, checkpoint) => {
+      appends.push({ ids: items.map((i) => i.event.id), checkpoint: checkpoint?.value });
+      return append(items, checkpoint);
+    };
+    expect(await follower(`${backend.server.url}/`).pollOnce()).toBe(true);
+    expect(backend.eventRequests()).toHaveLength(3);
+    expect(appends).toEqual([{ ids: backend.events.map((e) => e.id), checkpoint: expect.stringContaining('"cursor":"6"') }]);
+    expect(await storedIds()).toEqual(backend.events.map((e) => e.id));
+  });
+
+  it(`appends a long poll in batches of ${POLL_BATCH_EVENTS} events, in order, each event once`, async () => {
+    backend = await startBackend({ cursors: true });
+    log = await openLog();
+    metrics = newMetrics();
+    backend.emit(POLL_BATCH_EVENTS * 2 + 50);
+    const sizes: number[] = [];
+    const append = log.append.bind(log);
+    log.append = (items, checkpoint) => {
+      sizes.push(items.length);
+      return append(items, checkpoint);
+    };
+    expect(await follower(`${backend.server.url}/`, { pageLimit: 100 }).pollOnce()).toBe(true);
+    expect(sizes).toEqual([POLL_BATCH_EVENTS, POLL_BATCH_EVENTS, 50]);
+    expect((await log.query({}, 0, 5000)).events.map((e) => e.event.id)).toEqual(backend.events.map((e) => e.id));
+  });
+
+  it('keeps the pages read before a failure in the middle of a poll, and the next poll goes on from them', async () => {
+    const events = Array.from({ length: 8 }, (_, i) => makeEvent('http://source.test', i + 1));
+    let failures = 1;
+    const server = await startServer((_req, res, url) => {
+      if (url.searchParams.get('after') === '6' && failures-- > 0) return sendJson(res, 503, { error: { code: 'BACKEND_UNAVAILABLE', message: 'later' } });
+      sendJson(res, 200, listEvents(events, url, true));
+    });
+    backend = { server } as FakeBackend;
+    log = await openLog();
+    metrics = newMetrics();
+    const poller = follower(`${server.url}/`);
+    await expect(poller.pollOnce()).rejects.toThrow();
+    expect(await storedIds()).toEqual(events.slice(0, 6).map((e) => e.id));
+    expect(JSON.parse((await log.checkpoint(followCheckpointKey('payments')))!)).toMatchObject({ cursor: '6' });
+    expect(await poller.pollOnce()).toBe(true);
+    expect(await storedIds()).toEqual(events.map((e) => e.id));
+    expect(await counterValue(metrics.duplicates, { backend: 'payments' })).toBe(0);
   });
 
   it('resumes a fresh follower on the same log from the last cursor given, doubling nothing', async () => {
@@ -256,6 +308,37 @@ describe('ProtoFollower, stream mode', () => {
     expect(await storedIds()).toEqual(backend.events.map((e) => e.id));
     expect(backend.streamRequests().at(-1)?.headers['last-event-id']).toBe(live[1].id);
     expect(backend.streamRequests().at(-1)?.headers.accept).toBe('text/event-stream');
+  });
+
+  it('appends what the stream brought while an append was in progress in one append, in order (issue 29)', async () => {
+    backend = await startBackend({ cursors: true });
+    log = await openLog();
+    metrics = newMetrics();
+    const sizes: number[] = [];
+    let hold: Promise<void> | undefined;
+    const append = log.append.bind(log);
+    log.append = async (items, checkpoint) => {
+      sizes.push(items.length);
+      await hold;
+      return append(items, checkpoint);
+    };
+    follower(`${backend.server.url}/`, { mode: 'stream' }).start();
+    await waitFor(() => backend!.streams.size === 1);
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the catch-up poll is done
+    let release!: () => void;
+    hold = new Promise<void>((resolve) => (release = resolve));
+    backend.emit(1);
+    await waitFor(() => sizes.length === 1);
+    for (let i = 0; i < 20; i++) {
+      backend.emit(1); // twenty separate writes while the first append is held
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    hold = undefined;
+    release();
+    await waitFor(async () => (await log.count()) === 21);
+    expect(sizes).toEqual([1, 20]);
+    expect(await storedIds()).toEqual(backend.events.map((e) => e.id));
   });
 
   it('skips a stream event over events.maxEventBytes without dropping the stream: counted once as too large, its id passed, the next events follow', async () => {

@@ -181,4 +181,61 @@ describe('RedisEventLog time-only windows', () => {
       await log.close();
     }
   });
+
+  it('pruning drops the time buckets the removed events leave empty, and the hour range follows what is left', async () => {
+    const prefix = randomPrefix();
+    const log = deletingPrefixOnClose(new RedisEventLog({ url: SHARED_REDIS_URL, prefix }), prefix);
+    await log.open();
+    const raw = new Redis(SHARED_REDIS_URL);
+    try {
+      // Three hours of events, one every 5 minutes: 36 minute buckets over three or four hours.
+      const events = Array.from({ length: 36 }, (_, i) => ({ event: cloudEvent(`t-${i}`, {}, i * 5) }));
+      await log.append(events);
+      const hourOf = (i: number) => Math.floor(Date.parse(events[i]!.event.time as string) / 3_600_000);
+      const hoursOf = (from: number) => new Set(events.slice(from).map((_, i) => hourOf(from + i)));
+      expect(await raw.hlen(`${prefix}log:tb:m`)).toBe(2 * 36);
+      expect(await log.prune({ maxEvents: 6, maxAgeMs: 0 })).toEqual({ removed: 30, heldBack: 0 });
+      // Six minute buckets left (first and last each), the hours of the six events left, and the hour range.
+      expect(await raw.hlen(`${prefix}log:tb:m`)).toBe(2 * 6);
+      expect(await raw.hlen(`${prefix}log:tb:h`)).toBe(2 * hoursOf(30).size + 2);
+      expect(await raw.hmget(`${prefix}log:tb:h`, 'min', 'max')).toEqual([String(hourOf(30)), String(hourOf(35))]);
+      const base = Date.parse(cloudEvent('x').time as string);
+      const page = await log.query({ fromMs: base - 60_000 }, 0, 100);
+      expect(page.events.map((e) => e.event.id)).toEqual(events.slice(30).map((e) => e.event.id));
+      // Everything pruned: no bucket and no hour range left; time windows find nothing.
+      expect((await log.prune({ maxEvents: 0, maxAgeMs: 1 }, Date.now() + 60_000)).removed).toBe(6);
+      expect(await raw.hlen(`${prefix}log:tb:m`)).toBe(0);
+      expect(await raw.hlen(`${prefix}log:tb:h`)).toBe(0);
+      expect((await log.query({ fromMs: base - 60_000 }, 0, 100)).events).toEqual([]);
+      // Appends after that fill buckets again.
+      await log.append([{ event: cloudEvent('late', {}, 7) }]);
+      expect((await log.query({ fromMs: base, toMs: base + 10 * 60_000 }, 0, 100)).events.map((e) => e.event.id)).toEqual(['late']);
+    } finally {
+      raw.disconnect();
+      await log.close();
+    }
+  });
+
+  it('a log pruned before buckets were pruned with it loses its empty buckets at open', async () => {
+    const prefix = randomPrefix();
+    const before = new RedisEventLog({ url: SHARED_REDIS_URL, prefix });
+    await before.open();
+    await before.append(Array.from({ length: 10 }, (_, i) => ({ event: cloudEvent(`old-${i}`, {}, i) })));
+    await before.prune({ maxEvents: 4, maxAgeMs: 0 });
+    await before.close();
+    // What an older gateway left: the buckets of the six pruned events, and no sweep marker.
+    const raw = new Redis(SHARED_REDIS_URL);
+    const minute = Math.floor(Date.parse(cloudEvent('x').time as string) / 60_000);
+    for (let i = 0; i < 6; i++) await raw.hset(`${prefix}log:tb:m`, `f${minute + i}`, i + 1, `l${minute + i}`, i + 1);
+    await raw.del(`${prefix}log:tb:swept`);
+    const after = deletingPrefixOnClose(new RedisEventLog({ url: SHARED_REDIS_URL, prefix }), prefix);
+    await after.open();
+    try {
+      expect((await raw.hkeys(`${prefix}log:tb:m`)).sort()).toEqual([6, 7, 8, 9].flatMap((i) => [`f${minute + i}`, `l${minute + i}`]).sort());
+      expect(await raw.get(`${prefix}log:tb:swept`)).toBe('1');
+    } finally {
+      raw.disconnect();
+      await after.close();
+    }
+  });
 });

@@ -11,6 +11,7 @@ import { ordersBackend, placeOrder, post, scriptedBackend, sendJson } from '../c
 import { closeAll, eventually, freePort, gatewayYaml, startTestGateway, tempDir } from '../support/gateway.ts';
 import { spawnGateway } from '../support/process.ts';
 import { PrivateRedis } from '../support/redis.ts';
+import { taggedPrefix } from '../../src/storage/redis.ts';
 
 afterEach(closeAll);
 
@@ -22,11 +23,11 @@ async function yamlOn(url: string): Promise<string> {
   return gatewayYaml(`backends:\n${ordersBackend(orders.url)}`, `storage: { driver: redis, url: "${url}", prefix: "${PREFIX}" }`);
 }
 
-/** The keys under the test prefix in database `db` of `server`, read with the server's password. */
+/** The keys the gateway wrote (under the test prefix made a hash tag) in database `db` of `server`, read with the server's password. */
 async function keysIn(server: PrivateRedis, db: number, password?: string): Promise<string[]> {
   const client = new Redis({ port: server.port, host: '127.0.0.1', db, ...(password && { password }) });
   try {
-    return await client.keys(`${PREFIX}*`);
+    return await client.keys(`${taggedPrefix(PREFIX)}*`);
   } finally {
     client.disconnect();
   }

@@ -5,13 +5,15 @@
  * on a free loopback port with the settings a test needs (`--appendonly yes --appendfsync always`,
  * a password, TLS, or one to stop and start again). Never touches the shared server's settings.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, inject } from 'vitest';
+import { taggedPrefix } from '../../src/storage/redis.ts';
 import { freePort } from './redis-server.ts';
 
 export { freePort };
@@ -24,18 +26,20 @@ export function randomPrefix(): string {
   return `test:${randomUUID()}:`;
 }
 
-/** Deletes every key under `prefix` on the Redis at `url`. */
+/** Deletes every key under `prefix` on the Redis at `url`, and under its tagged form (what a gateway on `storage.prefix: <prefix>` writes). */
 export async function deletePrefix(url: string, prefix: string): Promise<void> {
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   client.on('error', () => {});
   try {
     await client.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      if (keys.length > 0) await client.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
+    for (const under of new Set([prefix, taggedPrefix(prefix)])) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${under.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 500);
+        if (keys.length > 0) await client.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    }
   } catch {
     // The server may be gone (a test that stopped it); its keys went with it.
   } finally {
@@ -180,6 +184,86 @@ export function onRedisWithAof(define: (server: () => PrivateRedis) => void): vo
     define(() => {
       if (!server) throw new Error('the Redis with AOF is not started');
       return server;
+    });
+  });
+}
+
+/**
+ * A Redis Cluster of three masters (no replicas) on loopback, for the contract suites: three
+ * `redis-server --cluster-enabled yes` processes on free ports (and free bus ports), joined and
+ * given the 16384 slots by `redis-cli --cluster create`. Every store's keys carry one hash tag, so
+ * they all live on one master; the others prove the client follows the slot map.
+ */
+export class LocalRedisCluster {
+  /** The seed nodes (`storage.redis.cluster`). */
+  readonly nodes: Array<{ host: string; port: number }>;
+  /** A URL of one node (`storage.url`: its credentials apply to every node). */
+  readonly url: string;
+  readonly #servers: PrivateRedis[];
+
+  private constructor(servers: PrivateRedis[]) {
+    this.#servers = servers;
+    this.nodes = servers.map((server) => ({ host: '127.0.0.1', port: server.port }));
+    this.url = servers[0]!.url;
+  }
+
+  /** Starts the three masters, creates the cluster, and waits until every node says `cluster_state:ok`. */
+  static async start(): Promise<LocalRedisCluster> {
+    const servers: PrivateRedis[] = [];
+    try {
+      for (let i = 0; i < 3; i++) {
+        servers.push(await PrivateRedis.start(['--cluster-enabled', 'yes', '--cluster-port', String(await freePort()), '--cluster-config-file', `nodes-${randomUUID()}.conf`, '--appendonly', 'no']));
+      }
+      await promisify(execFile)('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 60_000 });
+      const cluster = new LocalRedisCluster(servers);
+      await cluster.#untilOk();
+      return cluster;
+    } catch (err) {
+      await Promise.all(servers.map((server) => server.dispose()));
+      throw err;
+    }
+  }
+
+  async #untilOk(): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const states = await Promise.all(this.#servers.map(async (server) => {
+        const client = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+        client.on('error', () => {});
+        try {
+          await client.connect();
+          return /cluster_state:ok/.test(await client.cluster('INFO'));
+        } catch {
+          return false;
+        } finally {
+          client.disconnect();
+        }
+      }));
+      if (states.every(Boolean)) return;
+      if (Date.now() > deadline) throw new Error('the local Redis Cluster did not reach cluster_state:ok');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** Stops the three servers and removes their data. */
+  async dispose(): Promise<void> {
+    await Promise.all(this.#servers.map((server) => server.dispose()));
+  }
+}
+
+/** A `describe` block whose tests run on a local three-master Redis Cluster (`define` gets it; started before, disposed after). */
+export function onRedisCluster(define: (cluster: () => LocalRedisCluster) => void): void {
+  describe('on a three-master Redis Cluster', () => {
+    let cluster: LocalRedisCluster | undefined;
+    beforeAll(async () => {
+      cluster = await LocalRedisCluster.start();
+    }, 90_000);
+    afterAll(async () => {
+      await cluster?.dispose();
+    });
+    define(() => {
+      if (!cluster) throw new Error('the Redis Cluster is not started');
+      return cluster;
     });
   });
 }

@@ -125,6 +125,7 @@ export class DeliveryDispatcher {
       // The slots the ending attempts free (they still count in #inFlight), none once stopping.
       limit: (ending) => (this.#closed ? 0 : Math.max(0, this.#o.concurrency - this.#inFlight.size + ending)),
       claimed: (deliveries) => this.#start(deliveries),
+      inFlight: () => this.#inFlight.size,
     });
   }
 

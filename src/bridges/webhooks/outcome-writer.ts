@@ -3,8 +3,14 @@
  * together by the next one, and the same write claims the deliveries that take their slots
  * (`DeliveryQueue.settle`: one transaction on SQLite, one script on Redis). Each attempt is answered
  * only after the write that holds its outcome, so its slot is reused only once the outcome is
- * written. An idle queue is never made to wait for a timer: the first outcome is written in the next
- * turn of the event loop, with whatever ended in that turn.
+ * written.
+ *
+ * Batch size (issue 28): a write costs about as much for one outcome as for eight (the commit and
+ * the lane upkeep are per transaction), and with many attempts in flight their answers arrive a few
+ * per turn. So a write waits until `BATCH_SHARE` of the attempts in flight have ended, or
+ * `MAX_BATCH_WAIT_MS` after its first outcome, whichever comes first. With fewer than eight
+ * attempts in flight (a single subscription's four, an idle queue) nothing waits: the first outcome
+ * is written in the next turn of the event loop, with whatever ended in that turn.
  */
 import type { ClaimedDelivery, DeliveryQueue, FinishedAttempt } from './DeliveryQueue.ts';
 
@@ -16,7 +22,15 @@ export interface Refill {
   limit(ending: number): number;
   /** Takes what a write claimed; the ended attempts are answered once it resolves. */
   claimed(deliveries: ClaimedDelivery[]): Promise<void>;
+  /** Attempts in flight now, those whose outcomes wait included (sizes the batches). */
+  inFlight(): number;
 }
+
+/** Longest an outcome waits for others to share its write, ms. */
+export const MAX_BATCH_WAIT_MS = 2;
+
+/** A write waits for the outcomes of this share of the attempts in flight (or `MAX_BATCH_WAIT_MS`). */
+export const BATCH_SHARE = 1 / 8;
 
 /** Most outcomes in one write. */
 export const MAX_OUTCOMES_PER_WRITE = 256;
@@ -34,6 +48,8 @@ export class OutcomeWriter {
   readonly #refill: Refill;
   readonly #waiting: Waiting[] = [];
   #writing = false;
+  /** The wait for more outcomes to share a write, while one is pending. */
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(queue: Pick<DeliveryQueue, 'settle'>, refill: Refill) {
     this.#queue = queue;
@@ -45,11 +61,22 @@ export class OutcomeWriter {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ attempt, nowMs, resolve, reject });
       if (this.#writing) return;
-      this.#writing = true;
-      // Not a timer: the answers read in this turn of the event loop reach this point first. A
-      // synchronous store (node:sqlite) blocks the loop while it commits, so without this turn
-      // every write would hold one outcome.
-      setImmediate(() => void this.#writeAll());
+      if (this.#waiting.length >= Math.max(1, Math.floor(this.#refill.inFlight() * BATCH_SHARE))) {
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+        this.#writing = true;
+        // Not a timer: the answers read in this turn of the event loop reach this point first. A
+        // synchronous store (node:sqlite) blocks the loop while it commits, so without this turn
+        // every write would hold one outcome.
+        setImmediate(() => void this.#writeAll());
+      } else {
+        this.#timer ??= setTimeout(() => {
+          this.#timer = undefined;
+          if (this.#writing || this.#waiting.length === 0) return;
+          this.#writing = true;
+          void this.#writeAll();
+        }, MAX_BATCH_WAIT_MS);
+      }
     });
   }
 

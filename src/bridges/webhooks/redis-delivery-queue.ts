@@ -10,9 +10,16 @@
  * Every state change is one Lua script, so a claim is atomic across replicas: of two replicas
  * claiming at once, never both get one delivery, and the `PER_SUBSCRIPTION` cap holds for both
  * together. A killed replica's claims come back when their lease ends. Key names are built from the
- * prefix inside the scripts, so Redis Cluster is not supported.
+ * prefix inside the scripts (each names `P dq:seq` in `KEYS` so a Redis Cluster runs it on the
+ * prefix's slot, where every key of the tagged prefix lives).
+ *
+ * Every time the queue keeps (due times, lease ends, created and updated times) is in Redis's clock
+ * (`RedisClock`, learnt from `TIME` at open and in every claim): a replica whose clock runs ahead
+ * never takes another's live lease for ended, and all replicas list the same times. Callers pass
+ * and get back times of their own clock.
  */
 import type { Redis } from 'ioredis';
+import { RedisClock } from '../../storage/redis-clock.ts';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
@@ -35,7 +42,10 @@ import {
 } from './DeliveryQueue.ts';
 
 /** Where the queue connects. */
-export type RedisDeliveryQueueOptions = RedisStoreOptions;
+export interface RedisDeliveryQueueOptions extends RedisStoreOptions {
+  /** This process's clock, epoch ms, translated into Redis's for every stored time; default `Date.now` (tests skew it). */
+  clock?: () => number;
+}
 
 /**
  * Shared Lua: ARGV[1] is the prefix, ARGV[2] the time (ms). `lane` sets when a subscription can
@@ -185,18 +195,20 @@ local function finishAll(from)
 end
 `;
 
-/** ARGV: prefix, now, limit, leaseMs. */
+/** ARGV: prefix, now, limit, leaseMs; returns { claimed, Redis's TIME seconds, microseconds }. */
 const CLAIM = new RedisScript(`${HELPERS}${CLAIM_FN}
-return claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4]))`);
+local time = redis.call('TIME')
+return { claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4])), time[1], time[2] }`);
 
 /** ARGV: prefix, now, then the attempts (see `FINISH_FN`). */
 const FINISH = new RedisScript(`${HELPERS}${FINISH_FN}
 return finishAll(3)`);
 
-/** ARGV: prefix, now, limit, leaseMs, then the attempts (see `FINISH_FN`); returns { recorded, claimed }. */
+/** ARGV: prefix, now, limit, leaseMs, then the attempts (see `FINISH_FN`); returns { recorded, claimed, TIME seconds, microseconds }. */
 const SETTLE = new RedisScript(`${HELPERS}${FINISH_FN}${CLAIM_FN}
 local recorded = finishAll(5)
-return { recorded, claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4])) }`);
+local time = redis.call('TIME')
+return { recorded, claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4])), time[1], time[2] }`);
 
 /** ARGV: prefix, now, subscriptionId, id; returns the outcome, then the delivery's fields (none when absent). */
 const REDELIVER = new RedisScript(`${HELPERS}
@@ -290,21 +302,24 @@ const STORE = 'the delivery queue (Redis)';
 export class RedisDeliveryQueue implements DeliveryQueue {
   readonly #options: RedisDeliveryQueueOptions;
   readonly #p: string;
+  readonly #clock: RedisClock;
   #client: Redis | undefined;
 
   constructor(options: RedisDeliveryQueueOptions) {
     this.#options = options;
     this.#p = options.prefix;
+    this.#clock = new RedisClock(options.clock);
   }
 
-  /** Connects. Idempotent. */
-  /** Connects, and moves a queue written before leased claims into the current layout. Idempotent. */
+  /** Connects, learns Redis's clock, and moves a queue written before leased claims into the current layout. Idempotent. */
   async open(): Promise<void> {
     if (this.#client) return;
-    const client = await connectStore(this.#options);
+    const { clock: _clock, ...options } = this.#options;
+    const client = await connectStore(options);
     this.#client = client;
     try {
-      await this.#run(MIGRATE, Date.now(), []);
+      await this.#clock.measure(() => client.time(), true);
+      await this.#run(MIGRATE, this.#clock.now(), []);
     } catch (err) {
       this.#client = undefined;
       await closeRedis(client);
@@ -314,23 +329,28 @@ export class RedisDeliveryQueue implements DeliveryQueue {
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
     if (deliveries.length === 0) return 0;
-    const args = deliveries.flatMap((d) => [d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, d.nextAttemptMs]);
+    const args = deliveries.flatMap((d) => [d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, this.#clock.toRedis(d.nextAttemptMs)]);
     return Number(await this.#run(ENQUEUE, nowMs, args));
   }
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    return toClaimed(await this.#run(CLAIM, nowMs, [Math.floor(limit), leaseMs]));
+    const before = this.#clock.now();
+    const [claimed, seconds, micros] = (await this.#run(CLAIM, nowMs, [Math.floor(limit), leaseMs])) as [unknown, string, string];
+    this.#learn(seconds, micros, before);
+    return this.#claimed(claimed);
   }
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     if (attempts.length === 0) return [];
-    return toRecorded(await this.#run(FINISH, nowMs, attemptArgs(attempts)));
+    return toRecorded(await this.#run(FINISH, nowMs, this.#attemptArgs(attempts)));
   }
 
   async settle(attempts: FinishedAttempt[], nowMs: number, limit: number, leaseMs: number): Promise<Settlement> {
-    const [recorded, claimed] = (await this.#run(SETTLE, nowMs, [Math.max(0, Math.floor(limit)), leaseMs, ...attemptArgs(attempts)])) as [unknown, unknown];
-    return { recorded: toRecorded(recorded), claimed: toClaimed(claimed) };
+    const before = this.#clock.now();
+    const [recorded, claimed, seconds, micros] = (await this.#run(SETTLE, nowMs, [Math.max(0, Math.floor(limit)), leaseMs, ...this.#attemptArgs(attempts)])) as [unknown, unknown, string, string];
+    this.#learn(seconds, micros, before);
+    return { recorded: toRecorded(recorded), claimed: this.#claimed(claimed) };
   }
 
   release(claims: ClaimRef[], nowMs: number): Promise<number> {
@@ -340,28 +360,28 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
     const [outcome, ...fields] = (await this.#run(REDELIVER, nowMs, [subscriptionId, id])) as string[];
     if (outcome === 'absent') return { outcome };
-    return { outcome: outcome as 'redelivered' | 'busy', delivery: toDelivery(fields) };
+    return { outcome: outcome as 'redelivered' | 'busy', delivery: this.#delivery(fields) };
   }
 
   async nextDueMs(): Promise<number | undefined> {
     const client = this.#connected();
     const first = await whileRedisAnswers(STORE, () => client.zrange(`${this.#p}dq:ready`, '0', '0', 'WITHSCORES'));
-    return first.length === 0 ? undefined : Number(first[1]);
+    return first.length === 0 ? undefined : this.#clock.fromRedis(Number(first[1]));
   }
 
   async cancelPending(subscriptionId: string): Promise<number> {
-    return Number(await this.#run(DELETE_OF, Date.now(), [subscriptionId, '1']));
+    return Number(await this.#run(DELETE_OF, this.#clock.now(), [subscriptionId, '1']));
   }
 
   async deleteSubscription(subscriptionId: string): Promise<number> {
-    return Number(await this.#run(DELETE_OF, Date.now(), [subscriptionId, '']));
+    return Number(await this.#run(DELETE_OF, this.#clock.now(), [subscriptionId, '']));
   }
 
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
     const ids = (await this.#run(LIST, 0, [subscriptionId, options.after, options.limit + 1, options.status ?? ''])) as string[];
     const client = this.#connected();
     const rows = await whileRedisAnswers(STORE, () => Promise.all(ids.slice(0, options.limit).map((id) => client.hgetall(`${this.#p}dq:d:${id}`))));
-    const deliveries = rows.filter((row) => row.id !== undefined).map((row) => toDelivery(Object.entries(row).flat()));
+    const deliveries = rows.filter((row) => row.id !== undefined).map((row) => this.#delivery(Object.entries(row).flat()));
     return ids.length > options.limit && deliveries.length > 0 ? { deliveries, next: deliveries[deliveries.length - 1]!.seq } : { deliveries };
   }
 
@@ -381,7 +401,7 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   }
 
   async purge(limits: PurgeLimits): Promise<number> {
-    return Number(await this.#run(PURGE, 0, [limits.succeededBeforeMs, limits.deadBeforeMs, Math.max(0, limits.maxDead)]));
+    return Number(await this.#run(PURGE, 0, [this.#clock.toRedis(limits.succeededBeforeMs), this.#clock.toRedis(limits.deadBeforeMs), Math.max(0, limits.maxDead)]));
   }
 
   /** Closes the connection. Safe to call twice. */
@@ -391,10 +411,38 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     if (client) await closeRedis(client);
   }
 
-  /** Runs `script` with the prefix and `nowMs` (ARGV[1], ARGV[2]) before `args`. */
+  /** Runs `script` with the prefix and `nowMs` in Redis's clock (ARGV[1], ARGV[2]) before `args`. */
   async #run(script: RedisScript, nowMs: number, args: Array<string | number>): Promise<unknown> {
     const client = this.#connected();
-    return whileRedisAnswers(STORE, () => script.run(client, [], [this.#p, nowMs, ...args]));
+    return whileRedisAnswers(STORE, () => script.run(client, [`${this.#p}dq:seq`], [this.#p, this.#clock.toRedis(nowMs), ...args]));
+  }
+
+  /** Learns the clock offset from a script's `TIME` (read between `before` and now, this process's clock). */
+  #learn(seconds: string, micros: string, before: number): void {
+    this.#clock.observe(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), before, this.#clock.now());
+  }
+
+  /** The script arguments of finished attempts (see `FINISH_FN`), their next attempt in Redis's clock. */
+  #attemptArgs(attempts: FinishedAttempt[]): Array<string | number> {
+    return attempts.flatMap(({ id, claim, outcome }) => [
+      id, claim, outcome.status, outcome.nextAttemptMs === undefined ? '' : this.#clock.toRedis(outcome.nextAttemptMs),
+      outcome.uncount ? '1' : '', outcome.lastError ?? '', outcome.lastStatus ?? '',
+    ]);
+  }
+
+  /** `claimUpTo`'s reply as `claim` answers, in this process's clock. */
+  #claimed(reply: unknown): ClaimedDelivery[] {
+    return (reply as Array<[number, ...string[]]>).map(([reclaimed, ...fields]) => {
+      const f = fieldsOf(fields);
+      return { ...this.#delivery(fields), claim: Number(f.claim), leaseUntilMs: this.#clock.fromRedis(Number(f.leaseUntilMs)), reclaimed: reclaimed === 1 };
+    });
+  }
+
+  /** A delivery from its hash fields, its times in this process's clock. */
+  #delivery(fields: string[]): Delivery {
+    const d = toDelivery(fields);
+    const local = (ms: number) => this.#clock.fromRedis(ms);
+    return { ...d, nextAttemptMs: local(d.nextAttemptMs), createdMs: local(d.createdMs), updatedMs: local(d.updatedMs) };
   }
 
   #connected(): Redis {
@@ -403,24 +451,9 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   }
 }
 
-/** The script arguments of finished attempts (see `FINISH_FN`). */
-function attemptArgs(attempts: FinishedAttempt[]): Array<string | number> {
-  return attempts.flatMap(({ id, claim, outcome }) => [
-    id, claim, outcome.status, outcome.nextAttemptMs ?? '', outcome.uncount ? '1' : '', outcome.lastError ?? '', outcome.lastStatus ?? '',
-  ]);
-}
-
 /** `finishAll`'s reply as `finish` answers. */
 function toRecorded(reply: unknown): boolean[] {
   return (reply as number[]).map((recorded) => recorded === 1);
-}
-
-/** `claimUpTo`'s reply as `claim` answers. */
-function toClaimed(reply: unknown): ClaimedDelivery[] {
-  return (reply as Array<[number, ...string[]]>).map(([reclaimed, ...fields]) => {
-    const f = fieldsOf(fields);
-    return { ...toDelivery(fields), claim: Number(f.claim), leaseUntilMs: Number(f.leaseUntilMs), reclaimed: reclaimed === 1 };
-  });
 }
 
 /** Hash fields (a flat name, value list) as a record. */

@@ -10,8 +10,9 @@
  * (`{untilMs} {secret}`) with `P sub:previous-secret:until` (sorted by the end of the overlap).
  * Recoveries: `P rec:all` hash id → JSON, `P rec:running` hash subscription id → id of its running
  * recovery, `P rec:lease` hash id → `{untilMs} {owner}`.
- * Each change is one Lua script (atomic); key names are built from the prefix inside the scripts,
- * so Redis Cluster is not supported.
+ * Each change is one Lua script (atomic); key names are built from the prefix inside the scripts
+ * (each names `P sub:all` in `KEYS` so a Redis Cluster runs it on the prefix's slot, where every
+ * key of the tagged prefix lives).
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
@@ -178,11 +179,14 @@ const STORE = 'the subscription store (Redis)';
 export class RedisSubscriptionStore implements SubscriptionStore {
   readonly #options: RedisSubscriptionStoreOptions;
   readonly #p: string;
+  /** The key every script names in KEYS, so a Redis Cluster runs it on the node of the prefix's slot (the others are built in the script). */
+  readonly #routing: string;
   #client: Redis | undefined;
 
   constructor(options: RedisSubscriptionStoreOptions) {
     this.#options = options;
     this.#p = options.prefix;
+    this.#routing = `${options.prefix}sub:all`;
   }
 
   /** Connects. Idempotent. */
@@ -230,7 +234,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
 
   async dropExpiredSecrets(nowMs: number): Promise<number> {
     const client = this.#connected();
-    return Number(await whileRedisAnswers(STORE, () => DROP_EXPIRED_SECRETS.run(client, [], [this.#p, String(nowMs)])));
+    return Number(await whileRedisAnswers(STORE, () => DROP_EXPIRED_SECRETS.run(client, [this.#routing], [this.#p, String(nowMs)])));
   }
 
   async startRecovery(recovery: Recovery): Promise<string | undefined> {
@@ -246,7 +250,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
 
   async claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
     const client = this.#connected();
-    const json = await whileRedisAnswers(STORE, () => CLAIM_RECOVERY.run(client, [], [this.#p, owner, String(nowMs), String(nowMs + leaseMs)]));
+    const json = await whileRedisAnswers(STORE, () => CLAIM_RECOVERY.run(client, [this.#routing], [this.#p, owner, String(nowMs), String(nowMs + leaseMs)]));
     return typeof json === 'string' ? (JSON.parse(json) as Recovery) : undefined;
   }
 
@@ -306,7 +310,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
   /** Runs a script with ARGV prefix, id, ...args. */
   async #run(script: RedisScript, args: string[], id: string): Promise<unknown> {
     const client = this.#connected();
-    return whileRedisAnswers(STORE, () => script.run(client, [], [this.#p, id, ...args]));
+    return whileRedisAnswers(STORE, () => script.run(client, [this.#routing], [this.#p, id, ...args]));
   }
 
   #connected(): Redis {

@@ -42,4 +42,32 @@ describe('SqliteDeliveryQueue', () => {
     expect((await queue.claim(10, 10, 100)).map((d) => [d.id, d.attempts, d.reclaimed])).toEqual([['a', 2, true], ['b', 1, false]]);
     await queue.close();
   });
+
+  it('replaces the whole-table status indexes of earlier versions by one partial index per state, and the queue it finds keeps working', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const first = new SqliteDeliveryQueue(path);
+    await first.open();
+    await first.enqueue([newDelivery('a', 'sub-a', 1), newDelivery('b', 'sub-a', 1), newDelivery('c', 'sub-b', 1)], 1);
+    const [a] = await first.claim(2, 1, 100);
+    await first.finish([{ id: a!.id, claim: a!.claim, outcome: { status: 'succeeded' } }], 3);
+    await first.close();
+    // The layout before issue 28: every row in a (subscription, status, ...) and a (status, updated_ms) index.
+    const db = openSqlite(path);
+    db.exec(`CREATE INDEX webhook_deliveries_lane ON webhook_deliveries (subscription_id, status, next_attempt_ms, seq);
+      CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (status, updated_ms);
+      DROP INDEX webhook_deliveries_pending; DROP INDEX webhook_deliveries_succeeded; DROP INDEX webhook_deliveries_dead;`);
+    db.close();
+    const second = new SqliteDeliveryQueue(path);
+    await second.open();
+    const check = openSqlite(path);
+    const indexes = (check.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_deliveries' AND sql IS NOT NULL ORDER BY name`).all() as Array<{ name: string }>).map((r) => r.name);
+    check.close();
+    expect(indexes).toEqual(['webhook_deliveries_dead', 'webhook_deliveries_leases', 'webhook_deliveries_pending', 'webhook_deliveries_subscription', 'webhook_deliveries_succeeded']);
+    expect(await second.counts()).toEqual({ pending: 2, 'in-flight': 0, succeeded: 1, dead: 0 });
+    expect(await second.unfinished()).toBe(2);
+    expect((await second.claim(4, 10, 100)).map((d) => d.id).sort()).toEqual(['b', 'c']);
+    expect(await second.purge({ succeededBeforeMs: 10, deadBeforeMs: 10, maxDead: 100 })).toBe(1);
+    expect(await second.counts()).toEqual({ pending: 0, 'in-flight': 2, succeeded: 0, dead: 0 });
+    await second.close();
+  });
 });

@@ -37,6 +37,41 @@ describe('RedisDeliveryQueue across replicas', () => {
   });
 });
 
+describe('RedisDeliveryQueue leases in Redis\'s clock', () => {
+  it('two replicas whose clocks are 60 s apart never claim one delivery twice; each sees times in its own clock', async () => {
+    const prefix = randomPrefix();
+    const rightClock = () => Date.now();
+    const aheadClock = () => Date.now() + 60_000;
+    const right = new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix, clock: rightClock });
+    const ahead = deletingPrefixOnClose(new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix, clock: aheadClock }), prefix);
+    await right.open();
+    await ahead.open();
+    try {
+      await right.enqueue(['a', 'b', 'c'].map((id) => newDelivery(id, 'sub-1', rightClock())), rightClock());
+      // The right replica claims them with a 15 s lease; 60 s ahead, the other would see that lease
+      // long run out, had it compared with its own clock.
+      const claimedByRight = await right.claim(rightClock(), 10, 15_000);
+      expect(claimedByRight.map((d) => d.id).sort()).toEqual(['a', 'b', 'c']);
+      expect(await ahead.claim(aheadClock(), 10, 15_000)).toEqual([]);
+      expect(await ahead.settle([], aheadClock(), 10, 15_000)).toEqual({ recorded: [], claimed: [] });
+      // A delivery the ahead replica enqueues due "now" by its clock is due for the right one at once; one claim hides it from the other.
+      await ahead.enqueue([newDelivery('d', 'sub-2', aheadClock())], aheadClock());
+      const [first, second] = await Promise.all([right.claim(rightClock(), 10, 15_000), ahead.claim(aheadClock(), 10, 15_000)]);
+      expect([...first, ...second].map((d) => d.id)).toEqual(['d']);
+      // Lease ends come back in each replica's own clock.
+      const [lease] = [...first, ...second];
+      const mine = first.length > 0 ? rightClock : aheadClock;
+      expect(lease!.leaseUntilMs).toBeGreaterThan(mine() + 10_000);
+      expect(lease!.leaseUntilMs).toBeLessThanOrEqual(mine() + 15_000);
+      expect(await ahead.nextDueMs()).toBeGreaterThan(aheadClock());
+      expect(await right.nextDueMs()).toBeLessThan(aheadClock());
+    } finally {
+      await right.close();
+      await ahead.close();
+    }
+  });
+});
+
 describe('RedisDeliveryQueue opening a queue written before leased claims', () => {
   it('moves its pending and in-flight deliveries into their subscriptions\' lanes: claimable at once, counted', async () => {
     const prefix = randomPrefix();
