@@ -20,6 +20,7 @@ import type { GatewayConfig } from './config/types.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
 import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';
 import { stdoutLog } from './stdout-log.ts';
+import { startTracing } from './telemetry/otlp-tracing.ts';
 import { GATEWAY_VERSION } from './version.ts';
 
 const USAGE = `usage: proto-gateway <serve|validate|manifest> [--config FILE]
@@ -94,6 +95,9 @@ async function serve(file: string): Promise<number | undefined> {
   const config = await load(file);
   if (typeof config === 'number') return config;
   const logger = pino({ level: config.server.logLevel, base: { service: 'proto-gateway' } }, stdoutLog());
+  // Before the gateway starts, so every component's spans go to the registered provider.
+  const tracing = startTracing({ traces: config.telemetry?.traces, env: process.env });
+  if (tracing.enabled) logger.info({ endpoint: tracing.endpoint }, 'tracing: exporting spans over OTLP/HTTP');
   // Handlers first: a signal that arrives while the gateway starts still shuts it down cleanly.
   const started = startGateway(config, { logger });
   let stopping = false;
@@ -108,6 +112,8 @@ async function serve(file: string): Promise<number | undefined> {
     }, config.server.shutdownTimeoutMs + 5_000).unref();
     started
       .then((gateway) => gateway.close())
+      // The spans of the shutdown itself are sent too.
+      .then(() => tracing.shutdown())
       .then(
         () => process.exit(0),
         (err: unknown) => {

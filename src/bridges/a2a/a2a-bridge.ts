@@ -37,6 +37,7 @@ import { GatewayUser } from './gateway-user.ts';
 import { JSON_RPC, jsonRpcError, jsonRpcRefusal, readJsonRpcRequest, type JsonRpcId, type JsonRpcRequest } from './jsonrpc-request.ts';
 import { isProtoError, ProtoError } from '../../errors.ts';
 import { TaskRequestHandler } from './task-request-handler.ts';
+import { inSpan, startRpcServerSpan } from '../../telemetry/tracing.ts';
 
 /** What the A2A bridge is built from. */
 export interface A2aBridgeOptions {
@@ -176,12 +177,20 @@ function refusalReply(id: JsonRpcId, error: ProtoError): Reply {
 }
 
 async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpoint: Endpoint): Promise<Reply | undefined> {
-  const { transport, handler, admission, refusalOf } = endpoint;
+  const { admission } = endpoint;
   const operation = a2aOperation(request.method);
   // An unknown method has no row: the SDK answers it "method not found".
   if (operation) admission.authorize(ctx.principal, operation);
   const oversized = oversizedPushConfig(request);
   if (oversized !== undefined) return { status: 200, body: jsonRpcError(request.id, JSON_RPC.INVALID_PARAMS, oversized) };
+  // The server span of the JSON-RPC call (a command it submits is accepted under it); an unknown method is not named.
+  const span = startRpcServerSpan('jsonrpc', 'a2a', operation ? String(request.method) : 'unknown');
+  return inSpan(span, () => answerCall(ctx, request, endpoint));
+}
+
+/** Answers an admitted JSON-RPC call (see `answerChecked`). */
+async function answerCall(ctx: RequestContext, request: JsonRpcRequest, endpoint: Endpoint): Promise<Reply | undefined> {
+  const { transport, handler, admission, refusalOf } = endpoint;
   const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
   const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
   try {

@@ -98,6 +98,7 @@ export class SseHub {
     });
     this.#register(stream);
     ({ detach } = tail.attach({
+      transport: 'sse',
       connection: stream.connection,
       encoding: SSE_ENCODING,
       filter: request.filter,
