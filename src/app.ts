@@ -1,6 +1,8 @@
 /**
  * Wiring: builds the gateway's component graph from a loaded configuration, once, at boot
  * (STYLE.md: "assemble at boot, not per request"). Protocol logic knows nothing of this file.
+ * A configuration reload (`Gateway.reload`: SIGHUP, or the file watch of `server.watchConfig`)
+ * hands each reloadable part its slice of the new generation (src/reload/reload-steps.ts).
  */
 import pino, { type Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -12,7 +14,7 @@ import { PROTO_DIR, type GrpcBridge } from './bridges/grpc/grpc-bridge.ts';
 import { createLiveTail } from './bridges/live-tail/create-live-tail.ts';
 import { createMcp } from './bridges/mcp/create-mcp.ts';
 import { A2A_ENDPOINT_PATH } from './bridges/a2a/agent-card.ts';
-import { createOriginGuard, guarded } from './http/origin-guard.ts';
+import { createOriginGuard, guarded, type OriginGuard } from './http/origin-guard.ts';
 import { createSse } from './bridges/sse/create-sse.ts';
 import { createWebhooks } from './bridges/webhooks/create-webhooks.ts';
 import type { WebhookBridge } from './bridges/webhooks/webhook-bridge.ts';
@@ -26,7 +28,7 @@ import { Admission } from './edge/admission.ts';
 import { AccessRules, NOBODY } from './edge/access-rules.ts';
 import { OAuth2Identity } from './edge/oauth2/oauth2-identity.ts';
 import { credentialCarriers } from './edge/credentials.ts';
-import { createCors } from './http/cors.ts';
+import { createCors, type Cors } from './http/cors.ts';
 import type { Route } from './http/route.ts';
 import { Router } from './http/router.ts';
 import { discoveryRoutes } from './http/routes/discovery.ts';
@@ -57,6 +59,11 @@ import type { ServiceRegistry } from './registry/service-registry.ts';
 import { migrateToTaggedKeys } from './storage/redis-key-migration.ts';
 import { RedisReadiness } from './storage/redis-readiness.ts';
 import { GATEWAY_VERSION } from './version.ts';
+import { loadConfig } from './gateway-config.ts';
+import { configMetrics } from './metrics/config.ts';
+import { ConfigReloader, type ReloadReport } from './reload/config-reloader.ts';
+import { ConfigWatcher } from './reload/config-watcher.ts';
+import { reloadSteps, type Reloadables } from './reload/reload-steps.ts';
 
 export type { Component } from './lifecycle.ts';
 
@@ -92,6 +99,11 @@ export interface Gateway {
   grpc?: GrpcBridge;
   /** Every HTTP route the gateway serves. */
   routes: Route[];
+  /**
+   * Loads `config.file` again and applies it in place (see src/reload/config-reloader.ts); resolves
+   * with what it did, never rejects. `trigger` names the cause in the log (`SIGHUP`, `watch`).
+   */
+  reload(trigger: string): Promise<ReloadReport>;
   /** Stops accepting, drains within `server.shutdownTimeout`, closes every component. Idempotent. */
   close(): Promise<void>;
 }
@@ -119,17 +131,20 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
   // The public URL, once known (the listener's own URL when server.publicUrl is not set).
   const where = { publicUrl: config.server.publicUrl ?? '' };
   // auth.type oauth2: bearer tokens of the identity provider, one more verifier after the keys.
-  const identity = config.auth.oauth2 && new OAuth2Identity({
-    config: config.auth.oauth2, publicUrl: () => where.publicUrl, keyIds: config.auth.keys.map((key) => key.id), logger: logger.child({ component: 'oauth2' }),
+  const identityOf = (auth: GatewayConfig['auth']) => auth.oauth2 && new OAuth2Identity({
+    config: auth.oauth2, publicUrl: () => where.publicUrl, keyIds: auth.keys.map((key) => key.id), logger: logger.child({ component: 'oauth2' }),
   });
+  const identity = identityOf(config.auth);
   // The one admission path of every transport: callers, scopes, quota pools.
   const admission = new Admission({
     config, metrics: admissionMetrics(registry), verifiers: identity ? [identity.verifier] : [], challenges: identity,
   });
+  // The CORS policy of the current generation (a reload replaces it).
+  let cors = createCors(config.server.cors.origins, config.auth.header);
   const http = createHttpServer({
     router,
     admission,
-    cors: createCors(config.server.cors.origins, config.auth.header),
+    cors: { apply: (req, res) => cors.apply(req, res), preflight: (req, res, methods) => cors.preflight(req, res, methods) } satisfies Cors,
     limits: { maxBytes: config.server.bodyLimitBytes, maxDepth: config.server.maxJsonDepth },
     logger,
     metrics: httpMetrics(registry),
@@ -166,7 +181,7 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
     where.publicUrl ||= url;
     if (identity) life.add(identity);
-    const parts = await assemble({ config, options, logger, registry, log, life, url, admission, identity });
+    const parts = await assemble({ config, options, logger, registry, log, life, url, admission, identity, identityOf, setCors: (origins) => (cors = createCors(origins, config.auth.header)) });
     router.add(parts.routes);
     storageUp = parts.storageUp;
     // Runtime services join the directory before anything starts: a paused one never delivers or reads.
@@ -176,7 +191,8 @@ export async function startGateway(loaded: GatewayConfig, options: GatewayOption
     state.ready = true;
     http.open();
     logger.info({ url, publicUrl: parts.publicUrl, backends: parts.backends.list().map((b) => b.id) }, 'listening');
-    return { ...parts, routes: [...ops, ...parts.routes], url, config, registry, log, close };
+    const reload = (trigger: string) => parts.reloader.reload(trigger);
+    return { ...parts, routes: [...ops, ...parts.routes], url, config, registry, log, close, reload };
   } catch (err) {
     await close();
     throw err;
@@ -193,6 +209,10 @@ interface AssembleInput {
   url: string;
   admission: Admission;
   identity: OAuth2Identity | undefined;
+  /** Builds the OAuth2 identity of a configuration (a reload replaces it when `auth.oauth2` changed). */
+  identityOf(auth: GatewayConfig['auth']): OAuth2Identity | undefined;
+  /** Replaces the HTTP front's CORS policy. */
+  setCors(origins: string[]): void;
 }
 
 /**
@@ -201,7 +221,9 @@ interface AssembleInput {
  * what talks to them, the stores before what writes to them, the live tail before the push bridges.
  */
 async function assemble(input: AssembleInput) {
-  const { config, options, logger, registry, log, life, admission, identity } = input;
+  const { config, options, logger, registry, log, life, admission } = input;
+  // The identity of the current generation (a reload may replace it).
+  let identity = input.identity;
   const tokenUrl = () => identity?.provider.known.tokenEndpoint;
   const publicUrl = config.server.publicUrl ?? input.url;
   const common = { registry, logger, life };
@@ -230,7 +252,7 @@ async function assemble(input: AssembleInput) {
   });
   const webhooks = createWebhooks({ config, log, isKnownService: (id) => services.isKnown(id), resolver: options.resolver, ...common });
   // After the webhooks: retention never passes the fan-out's durable position.
-  createRetention({ log, retention: config.events.retention, readers: webhooks.retentionReaders, ...common });
+  const retention = createRetention({ log, retention: config.events.retention, readers: webhooks.retentionReaders, ...common });
   const commands = await createCommandPath({ config, publicUrl, backends, log, registry, logger, access, onProduced: (backend, types) => catalogue.addProduced(backend, types) });
   for (const component of commands.components) life.add(component);
   const tail = createLiveTail({ log, aliases: commands.aliases, logger, life });
@@ -254,6 +276,7 @@ async function assemble(input: AssembleInput) {
   });
   const a2a = await createA2a({
     config, publicUrl, catalogue: commands.catalogue, ingestion: commands.ingestion, aliases: commands.aliases, tail,
+    backendConfigs: () => reloader.current.backends,
     post: (url, headers, body, signal) => webhooks.bridge.client.post(url, headers, body, signal),
     admission,
     access,
@@ -261,10 +284,13 @@ async function assemble(input: AssembleInput) {
     ...common,
   });
   grpc = createGrpc({ config, tail, log, aliases: commands.aliases, ingestion: commands.ingestion, admission, ...common });
-  const originGuard = createOriginGuard({ publicUrl, corsOrigins: config.server.cors.origins, allowedHosts: config.mcp.allowedHosts });
+  const guardOf = (origins: string[]) => createOriginGuard({ publicUrl, corsOrigins: origins, allowedHosts: config.mcp.allowedHosts });
+  // The origin guard of the current generation (a reload replaces it with the CORS origins).
+  let currentGuard = guardOf(config.server.cors.origins);
+  const originGuard: OriginGuard = (req) => currentGuard(req);
   const routes: Route[] = [
     ...discoveryRoutes(manifest),
-    ...protectedResourceRoutes(config.auth, publicUrl),
+    ...protectedResourceRoutes(config.auth, publicUrl, () => reloader.current.auth),
     ...docsRoutes(publicUrl, capabilities),
     ...eventRoutes({ log, catalogue, backends, events: config.events, correlationAliases: commands.store, access }),
     ...sse.routes,
@@ -282,6 +308,7 @@ async function assemble(input: AssembleInput) {
       version: GATEWAY_VERSION,
       storage: config.storage.driver,
       startedMs: Date.now(),
+      config: () => reloader.status(),
       visible: (principal, id) => access.backend(principal, id),
     }),
     // Both endpoints can be driven by a page in a visitor's browser: Origin and Host are checked first.
@@ -298,7 +325,40 @@ async function assemble(input: AssembleInput) {
     }),
   ];
   const storageUp = (): boolean => storageReady(storageReadiness, commands.store);
-  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks: webhooks.bridge, routes: serviceAccessGuarded(routes, access), grpc, storageUp };
+  const reloadables: Reloadables = {
+    boot: config,
+    logger,
+    backends,
+    isRuntimeService: (id) => services.isKnown(id) && !backends.isConfigured(id),
+    abandonCommands: (id, source) => commands.dispatcher.abandon(id, source),
+    access: [access],
+    admission,
+    ...(identity && {
+      replaceIdentity: async (next: GatewayConfig) => {
+        const fresh = input.identityOf(next.auth);
+        await fresh?.start();
+        fresh?.provider.onDiscovered(() => manifest.invalidate());
+        const old = identity;
+        identity = fresh;
+        old?.close();
+        manifest.invalidate();
+        return { verifiers: fresh ? [fresh.verifier] : [], challenges: fresh };
+      },
+    }),
+    cors: (origins) => {
+      input.setCors(origins);
+      currentGuard = guardOf(origins);
+    },
+    rateLimit: commands.rateLimit,
+    sse: sse.hub,
+    mcp,
+    a2a,
+    subscriptions: webhooks.bridge.subscriptions,
+    retention,
+  };
+  const reloader = new ConfigReloader({ file: config.file, boot: config, load: (file) => loadConfig(file), steps: reloadSteps(reloadables), metrics: configMetrics(registry), logger: logger.child({ component: 'reload' }) });
+  if (config.server.watchConfig) life.add(new ConfigWatcher({ file: config.file, onChange: () => void reloader.reload('watch'), logger }));
+  return { publicUrl, backends, manifest, commandStore: commands.store, ingestors: ingestors.byBackend, services, webhooks: webhooks.bridge, routes: serviceAccessGuarded(routes, access), grpc, storageUp, reloader };
 }
 
 /** Whether the store takes writes: Redis answers, or the SQLite command store's writer thread is up. */

@@ -2,13 +2,15 @@
  * Wiring of the command path (part of `app.ts`'s job, kept beside it so the feature wires in as
  * one block): the command store, the catalogue, the ingestion pipeline, the backend adapters, the
  * dispatcher, their metrics and routes, all built once from the configuration. A backend added at
- * runtime gets its adapter, a removed one loses it (its undelivered commands stay in the outbox);
+ * runtime (or by a reload) gets its adapter, a replaced one a new adapter (so a command is delivered
+ * with the mapping current at delivery time), a removed one loses it (its undelivered commands stay
+ * in the outbox until the remover abandons them);
  * the dispatcher skips paused backends and looks again when one is resumed.
  */
 import { AccessRules } from './edge/access-rules.ts';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { BackendDirectory } from './backends/directory.ts';
+import type { Backend, BackendDirectory } from './backends/directory.ts';
 import { LegacyCommandDelivery } from './backends/legacy-dispatch.ts';
 import { ProtoCommandDelivery } from './backends/proto-dispatch.ts';
 import { CommandCatalogue } from './catalogue/command-catalogue.ts';
@@ -18,6 +20,7 @@ import type { CommandDelivery } from './commands/delivery.ts';
 import { Dispatcher } from './commands/dispatcher.ts';
 import { createIngestion, type CommandIngestion } from './commands/ingestion.ts';
 import { openCommandStore, openRateLimit } from './commands/open-store.ts';
+import type { PrincipalRateLimit } from './commands/rate-limit.ts';
 import type { GatewayConfig } from './config/types.ts';
 import type { Route } from './http/route.ts';
 import { commandRoutes } from './http/routes/commands.ts';
@@ -54,6 +57,8 @@ export interface CommandPath {
   ingestion: CommandIngestion;
   /** Per-caller catalogues (`access`) of commands. */
   access: AccessRules;
+  /** The per-principal rate limit of ingestion (`commands.rateLimit`; a reload changes it). */
+  rateLimit: PrincipalRateLimit;
 }
 
 /** Opens the command store and builds the command path (nothing is delivered before `start()`). */
@@ -99,6 +104,7 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
     routes: commandRoutes({ catalogue, ingestion, backends, access }),
     store,
     access,
+    rateLimit,
     catalogue,
     dispatcher,
     aliases,
@@ -110,12 +116,16 @@ export async function createCommandPath(options: CommandPathOptions): Promise<Co
 function followDeliveries(backends: BackendDirectory, catalogue: CommandCatalogue, wake: () => void): Map<string, CommandDelivery> {
   const byBackend = new Map<string, CommandDelivery>();
   const entryOf = (type: string) => catalogue.byType(type);
-  for (const backend of backends.list()) {
-    byBackend.set(backend.id, backend.kind === 'proto' ? new ProtoCommandDelivery(backend, entryOf) : new LegacyCommandDelivery(backend));
-  }
+  const deliveryOf = (backend: Backend): CommandDelivery => (backend.kind === 'proto' ? new ProtoCommandDelivery(backend, entryOf) : new LegacyCommandDelivery(backend));
+  for (const backend of backends.list()) byBackend.set(backend.id, deliveryOf(backend));
   backends.watch({
     added: (backend) => {
-      byBackend.set(backend.id, new ProtoCommandDelivery(backend, entryOf));
+      byBackend.set(backend.id, deliveryOf(backend));
+      wake();
+    },
+    // A reload changed the backend: the next attempt of every entry (accepted before or after) uses the new mapping.
+    replaced: (_previous, next) => {
+      byBackend.set(next.id, deliveryOf(next));
       wake();
     },
     removed: (backend) => void byBackend.delete(backend.id),

@@ -57,6 +57,8 @@ export const errorStatus = {
    * never evicts one, so overload, 503 with `Retry-After` (when the soonest task expires).
    */
   TASKS_EXHAUSTED: 503,
+  /** The request line and headers together exceed Node's limit (16 KiB by default, `--max-http-header-size`): RFC 6585 §5. */
+  HEADERS_TOO_LARGE: 431,
 } as const;
 
 /** A stable, machine-readable error code. */

@@ -20,6 +20,7 @@ import { protocolSection } from './manifest/config-section.ts';
 import { metricsSection } from './metrics/config-section.ts';
 import { registrySection } from './registry/config-section.ts';
 import { storageSection } from './storage/config-section.ts';
+import { telemetrySection } from './telemetry/config-section.ts';
 
 export { ConfigError, formatProblems, parseDuration, parseSize, type ConfigProblem } from './config/load.ts';
 
@@ -39,6 +40,7 @@ export const CONFIG_SECTIONS: ConfigSections = {
   a2a: a2aSection,
   mcp: mcpSection,
   console: consoleSection,
+  telemetry: telemetrySection,
   backends: backendsSection,
 };
 

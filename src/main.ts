@@ -7,19 +7,20 @@
  * or a usage error exits 2. Only `serve` logs on stdout; the others log on stderr.
  *
  * `serve` handles signals: SIGTERM and SIGINT shut down gracefully within `server.shutdownTimeout`
- * (a second one exits at once); SIGHUP re-reads and validates the file and logs what differs, but
- * does not apply it yet (src/config/config-diff.ts says why): restart to apply.
+ * (a second one exits at once); SIGHUP reloads the file and applies it in place
+ * (src/reload/config-reloader.ts): an invalid file changes nothing, and settings that need a
+ * restart are named in the log line.
  */
 import { existsSync } from 'node:fs';
 import pino from 'pino';
 import { startGateway } from './app.ts';
 import { BackendDirectory } from './backends/directory.ts';
-import { diffConfig, isEmptyDiff } from './config/config-diff.ts';
 import { ConfigError, formatProblems, loadConfig } from './gateway-config.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
 import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';
 import { stdoutLog } from './stdout-log.ts';
+import { startTracing } from './telemetry/otlp-tracing.ts';
 import { GATEWAY_VERSION } from './version.ts';
 
 const USAGE = `usage: proto-gateway <serve|validate|manifest> [--config FILE]
@@ -93,7 +94,10 @@ async function manifest(file: string): Promise<number> {
 async function serve(file: string): Promise<number | undefined> {
   const config = await load(file);
   if (typeof config === 'number') return config;
-  const logger = pino({ base: { service: 'proto-gateway' } }, stdoutLog());
+  const logger = pino({ level: config.server.logLevel, base: { service: 'proto-gateway' } }, stdoutLog());
+  // Before the gateway starts, so every component's spans go to the registered provider.
+  const tracing = startTracing({ traces: config.telemetry?.traces, env: process.env });
+  if (tracing.enabled) logger.info({ endpoint: tracing.endpoint }, 'tracing: exporting spans over OTLP/HTTP');
   // Handlers first: a signal that arrives while the gateway starts still shuts it down cleanly.
   const started = startGateway(config, { logger });
   let stopping = false;
@@ -108,6 +112,8 @@ async function serve(file: string): Promise<number | undefined> {
     }, config.server.shutdownTimeoutMs + 5_000).unref();
     started
       .then((gateway) => gateway.close())
+      // The spans of the shutdown itself are sent too.
+      .then(() => tracing.shutdown())
       .then(
         () => process.exit(0),
         (err: unknown) => {
@@ -118,25 +124,10 @@ async function serve(file: string): Promise<number | undefined> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  process.on('SIGHUP', () => void reviewReload(file, config, logger));
+  // A reload that arrives while the gateway starts waits for it; the reloader logs its outcome.
+  process.on('SIGHUP', () => void started.then((gateway) => gateway.reload('SIGHUP'), () => undefined));
   await started;
   return undefined;
-}
-
-/**
- * SIGHUP: loads the file again and logs whether it is valid and what differs from the running
- * configuration. Nothing is applied (see config-diff.ts); the gateway keeps running either way.
- */
-async function reviewReload(file: string, running: GatewayConfig, logger: pino.Logger): Promise<void> {
-  try {
-    const next = await loadConfig(file);
-    const diff = diffConfig(running, next);
-    const msg = isEmptyDiff(diff) ? 'SIGHUP: configuration unchanged' : 'SIGHUP: configuration changed; not applied in place, restart to apply';
-    logger.warn({ signal: 'SIGHUP', file, valid: true, applied: false, ...diff }, msg);
-  } catch (err) {
-    const problems = err instanceof ConfigError ? formatProblems(err.problems) : (err as Error).message;
-    logger.error({ signal: 'SIGHUP', file, valid: false, applied: false, problems }, 'SIGHUP: configuration invalid; the running configuration stays');
-  }
 }
 
 async function main(argv: string[]): Promise<number | undefined> {

@@ -44,6 +44,11 @@ export function createQueryPath(options: QueryPathOptions): QueryPath {
   const { backends } = options;
   const catalogue = new QueryCatalogue({ publicUrl: options.publicUrl, backends, logger: options.logger });
   const legacy = new LegacyQueries(backends.legacy());
+  backends.watch({
+    added: (backend) => (backend.kind === 'legacy' ? legacy.install(backend) : undefined),
+    replaced: (_previous, next) => (next.kind === 'legacy' ? legacy.install(next) : legacy.forget(next.id)),
+    removed: (backend) => legacy.forget(backend.id),
+  });
   const execute: QueryExecutor = async (call) => {
     const backend = backends.get(call.entry.backend);
     if (!backend) throw new ProtoError('BACKEND_UNAVAILABLE', `the backend of query ${call.entry.schema} is gone`);

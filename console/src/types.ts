@@ -47,6 +47,12 @@ export interface GatewayStatus {
   webhooks: { deliveries: Record<'pending' | 'in-flight' | 'succeeded' | 'dead', number> };
   counters: { commandsAccepted: number; eventsAppended: number; webhookDeliveries: number; httpRequests: number };
   commandLatency: { buckets: Bucket[]; count: number; sum: number };
+  /** The configuration generation, the settings that need a restart, the last reload (absent on older gateways). */
+  config?: {
+    generation: { hash: string; loadedAt: string };
+    needsRestart: string[];
+    lastReload: { trigger: string; at: string; outcome: 'applied' | 'unchanged' | 'invalid' | 'failed'; problems?: string; failures?: string[] } | null;
+  };
 }
 
 /** `GET /commands`, `/queries`, `/events/catalogue`: one catalogue entry. */

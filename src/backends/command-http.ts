@@ -10,6 +10,7 @@ import { ProtoError } from '../errors.ts';
 import { parseRetryAfter } from '../commands/retry-schedule.ts';
 import type { CircuitBreaker } from './circuit-breaker.ts';
 import { transportReason } from './backend-http.ts';
+import { annotate, failSpan, safeUrl, serverAttributes, SpanKind, startSpan, traceparentOf, type Span } from '../telemetry/tracing.ts';
 
 /** Largest response body read, in bytes; the rest is dropped (a command answer is small). */
 export const MAX_ANSWER_BYTES = 1024 * 1024;
@@ -81,17 +82,35 @@ export async function sendCommand(req: CommandRequest, signal: AbortSignal, time
  */
 export async function sendThroughCircuit(circuit: CircuitBreaker, req: CommandRequest, signal: AbortSignal, timeoutMs: number): Promise<CommandExchange> {
   circuit.admit();
+  const span = clientSpan(req);
+  const traceparent = traceparentOf(span);
   let exchange: CommandExchange;
   try {
-    exchange = await sendCommand(req, signal, timeoutMs);
+    // Tracing on: the backend continues the client span's trace (else the entry's traceparent goes as it is).
+    exchange = await sendCommand(traceparent === undefined ? req : { ...req, headers: { ...req.headers, traceparent } }, signal, timeoutMs);
   } catch (err) {
     if (signal.aborted) circuit.released();
     else circuit.failed();
+    failSpan(span, err);
+    span.end();
     throw err;
   }
   if (exchange.status >= 500) circuit.failed();
   else circuit.succeeded();
+  annotate(span, () => ({ 'http.response.status_code': exchange.status, ...(exchange.status >= 400 && { 'error.type': String(exchange.status) }) }));
+  span.end();
   return exchange;
+}
+
+/** The client span of a command request (HTTP client conventions; the URL without user info or query). */
+function clientSpan(req: CommandRequest): Span {
+  return startSpan(() => req.method, {
+    kind: SpanKind.CLIENT,
+    attributes: () => {
+      const url = safeUrl(req.url);
+      return { 'http.request.method': req.method, ...(url !== undefined && { 'url.full': url }), ...serverAttributes(req.url) };
+    },
+  });
 }
 
 /** True for answers worth another try: 429 and 5xx (other 4xx are final). */

@@ -4,8 +4,13 @@
  * It also holds their lifecycle state (paused or not).
  *
  * Dependents react to changes through `watch()`: a listener is told of every backend added,
- * removed, paused and resumed, and `add()`/`remove()` resolve once every listener has settled, so
- * a caller of `add()` sees the new backend's catalogues loaded and its ingestors running.
+ * replaced, removed, paused and resumed, and `add()`/`remove()`/`reconfigure()` resolve once every
+ * listener has settled, so a caller of `add()` sees the new backend's catalogues loaded and its
+ * ingestors running.
+ *
+ * A configuration reload hands the configured backends over with `reconfigure()`: a backend whose
+ * definition changed is replaced by a new one under the same id (its pause state, its outbox entries
+ * and its ingestion checkpoints are the id's, so they carry over); runtime backends are untouched.
  */
 import type { BackendConnections } from '../egress/pinned-connections.ts';
 import type { Logger } from 'pino';
@@ -19,8 +24,10 @@ export type Backend = ProtoBackend | LegacyBackend;
 
 /** What a dependent may want to hear about; every method is optional and may be async. */
 export interface DirectoryListener {
-  /** A backend was added (not yet started when the directory itself is not started). */
-  added?(backend: ProtoBackend): Promise<void> | void;
+  /** A backend was added (not yet started when the directory itself is not started); a legacy one only by `reconfigure()`. */
+  added?(backend: Backend): Promise<void> | void;
+  /** A configured backend's definition changed: `next` (started) took the place of `previous` (closed), same id. */
+  replaced?(previous: Backend, next: Backend): Promise<void> | void;
   /** A backend was removed (already closed). */
   removed?(backend: Backend): Promise<void> | void;
   /** A backend was paused. */
@@ -30,6 +37,13 @@ export interface DirectoryListener {
 }
 
 /** The backends by id, their lifecycle state, and the listeners of their changes. */
+/** What `reconfigure()` changed, by backend id. */
+export interface BackendChanges {
+  added: string[];
+  removed: Backend[];
+  changed: string[];
+}
+
 export class BackendDirectory {
   readonly #byId = new Map<string, Backend>();
   readonly #configured = new Set<string>();
@@ -46,10 +60,13 @@ export class BackendDirectory {
     this.#runtimeConnections = runtimeConnections;
     this.#logger = logger;
     for (const config of configs) {
-      const backend = config.kind === 'proto' ? new ProtoBackend(config, publicUrl, logger) : new LegacyBackend(config, publicUrl);
-      this.#byId.set(config.id, backend);
+      this.#byId.set(config.id, this.#build(config));
       this.#configured.add(config.id);
     }
+  }
+
+  #build(config: BackendConfig): Backend {
+    return config.kind === 'proto' ? new ProtoBackend(config, this.#publicUrl, this.#logger) : new LegacyBackend(config, this.#publicUrl);
   }
 
   /** The backend with this id, or undefined. */
@@ -117,6 +134,49 @@ export class BackendDirectory {
     if (backend.kind === 'proto') backend.close();
     await this.#tell((listener) => listener.removed?.(backend), id);
     return true;
+  }
+
+  /**
+   * Takes a new list of configured backends (a configuration reload): the configured ones missing
+   * from it are closed and removed, new ones are added, changed ones replaced; runtime backends stay.
+   * Throws, changing nothing, when a new id is a runtime backend's. Resolves once every listener settled.
+   */
+  async reconfigure(configs: BackendConfig[]): Promise<BackendChanges> {
+    const next = new Map(configs.map((config) => [config.id, config]));
+    const taken = this.runtimeIdsAmong(configs);
+    if (taken.length > 0) throw new Error(`backend ${taken.join(', ')} is registered at runtime; delete it before configuring it`);
+    const changes: BackendChanges = { added: [], removed: [], changed: [] };
+    for (const id of [...this.#configured].filter((id) => !next.has(id))) {
+      const backend = this.#byId.get(id)!;
+      this.#configured.delete(id);
+      this.#byId.delete(id);
+      this.#paused.delete(id);
+      if (backend.kind === 'proto') backend.close();
+      changes.removed.push(backend);
+      await this.#tell((listener) => listener.removed?.(backend), id);
+    }
+    for (const config of configs) {
+      const previous = this.#byId.get(config.id);
+      if (previous && JSON.stringify(previous.config) === JSON.stringify(config)) continue;
+      const backend = this.#build(config);
+      this.#byId.set(config.id, backend);
+      this.#configured.add(config.id);
+      if (previous?.kind === 'proto') previous.close();
+      if (this.#started && backend.kind === 'proto') await backend.start();
+      if (previous) {
+        changes.changed.push(config.id);
+        await this.#tell((listener) => listener.replaced?.(previous, backend), config.id);
+      } else {
+        changes.added.push(config.id);
+        await this.#tell((listener) => listener.added?.(backend), config.id);
+      }
+    }
+    return changes;
+  }
+
+  /** The ids of `configs` that name a runtime backend (a reload cannot configure those). */
+  runtimeIdsAmong(configs: BackendConfig[]): string[] {
+    return configs.filter((config) => !this.#configured.has(config.id) && this.#byId.has(config.id)).map((config) => config.id);
   }
 
   /** True while `id` is paused (its commands wait in the outbox, its ingestion stands still). */

@@ -4,7 +4,7 @@
  * over `{ params }`; placeholder values URL-encoded; no `query` = no query string), the backend's
  * headers and the trace context;
  * a 2xx answer goes through the `result` expression over `{ response, status }` (default: the body).
- * Every mapping is compiled once, at boot.
+ * Every mapping is compiled once, at boot or when a reload changes its backend.
  *
  * A path that the parameters cannot fill is the caller's problem (400 `INVALID_PARAMETER`); a
  * result expression that fails on the backend's answer is the backend's (503 `BACKEND_UNAVAILABLE`).
@@ -29,20 +29,29 @@ interface MappedQuery {
   result?: CompiledExpression;
 }
 
-/** The queries of every legacy backend, compiled. */
+/** The queries of every legacy backend, compiled; a reload hands over a changed backend's with `install`. */
 export class LegacyQueries {
-  readonly #mapped = new Map<string, MappedQuery>();
+  /** By backend id, then by `schema/version`. */
+  readonly #mapped = new Map<string, Map<string, MappedQuery>>();
 
   /** Compiles every query mapping of `backends` (the config loader has already checked they compile). */
   constructor(backends: LegacyBackend[]) {
-    for (const backend of backends) {
-      for (const query of backend.config.queries) this.#mapped.set(keyOf(backend.id, query.schema, query.version), compile(query));
-    }
+    for (const backend of backends) this.install(backend);
+  }
+
+  /** Compiles `backend`'s query mappings and puts them in place of its previous ones (a reload). */
+  install(backend: LegacyBackend): void {
+    this.#mapped.set(backend.id, new Map(backend.config.queries.map((query) => [keyOf(query.schema, query.version), compile(query)])));
+  }
+
+  /** Drops a removed backend's mappings. */
+  forget(backendId: string): void {
+    this.#mapped.delete(backendId);
   }
 
   /** Runs `call` against `backend`. */
   async run(backend: LegacyBackend, call: QueryCall): Promise<QueryResult> {
-    const mapped = this.#mapped.get(keyOf(backend.id, call.entry.schema, call.entry.version));
+    const mapped = this.#mapped.get(backend.id)?.get(keyOf(call.entry.schema, call.entry.version));
     if (!mapped) throw new ProtoError('UNKNOWN_SCHEMA', `no query ${call.entry.schema}/${call.entry.version}`);
     const input = { params: call.params };
     const path = await renderPath(mapped.path, input).catch(unfilled);
@@ -79,6 +88,6 @@ function compile(query: LegacyQueryConfig): MappedQuery {
   };
 }
 
-function keyOf(backend: string, schema: string, version: string): string {
-  return `${backend}\n${schema}/${version}`;
+function keyOf(schema: string, version: string): string {
+  return `${schema}/${version}`;
 }

@@ -1,8 +1,9 @@
 /**
  * When a catalogue re-reads the proto backends' own catalogues (commands, queries): at start, after
- * every manifest change of a backend, and every `refresh` of it; a backend registered at runtime is
- * read (and followed) as it is added, a removed one is forgotten. Concurrent reads of one backend
- * share one read.
+ * every manifest change of a backend, and every `refresh` of it; a backend registered at runtime (or
+ * added by a reload) is read (and followed) as it is added, a removed one is forgotten, a replaced
+ * one is followed anew (its entries stay until the new read installs its own). Concurrent reads of
+ * one backend share one read.
  */
 import type { BackendDirectory } from '../backends/directory.ts';
 import type { ProtoBackend } from '../backends/proto-backend.ts';
@@ -34,7 +35,12 @@ export class CatalogueRefresher {
   constructor(options: CatalogueRefresherOptions) {
     this.#options = options;
     this.#unwatch = options.backends.watch({
-      added: (backend) => (this.#started && !this.#closed ? this.#follow(backend) : undefined),
+      added: (backend) => (backend.kind === 'proto' && this.#started && !this.#closed ? this.#follow(backend) : undefined),
+      replaced: (previous, next) => {
+        this.#unfollow(previous.id);
+        if (next.kind === 'proto' && this.#started && !this.#closed) return this.#follow(next);
+        return undefined;
+      },
       removed: (backend) => {
         this.#unfollow(backend.id);
         options.forget(backend.id);

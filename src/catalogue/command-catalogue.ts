@@ -93,6 +93,14 @@ export class CommandCatalogue {
     this.#options = options;
     for (const backend of options.backends.legacy()) this.#declared.set(backend.id, this.#legacyEntries(backend));
     this.#refresher = new CatalogueRefresher({ backends: options.backends, read: (backend) => this.#read(backend), forget: (id) => this.#replace(id, []) });
+    // A reload adds or changes legacy backends: their entries are compiled before they replace the old ones.
+    options.backends.watch({
+      added: (backend) => (backend.kind === 'legacy' ? this.#replace(backend.id, this.#legacyEntries(backend)) : undefined),
+      replaced: (previous, next) => {
+        if (next.kind === 'legacy') this.#replace(next.id, this.#legacyEntries(next));
+        else if (previous.kind === 'legacy') this.#replace(next.id, []);
+      },
+    });
     this.#rebuild();
   }
 

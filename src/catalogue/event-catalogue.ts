@@ -10,6 +10,7 @@
  */
 import type { Logger } from 'pino';
 import type { Backend, BackendDirectory } from '../backends/directory.ts';
+import type { LegacyBackend } from '../backends/legacy-backend.ts';
 import { getJson } from '../backends/backend-http.ts';
 import { ProtoError } from '../errors.ts';
 import type { EventLog, StoredEvent } from '../log/EventLog.ts';
@@ -59,13 +60,21 @@ export class EventCatalogue {
 
   constructor(options: EventCatalogueOptions) {
     this.#options = options;
-    for (const backend of options.backends.legacy()) {
-      for (const records of backend.config.records) {
-        for (const type of records.types) this.#learn({ type, backend: backend.id, typed: !!records.schema });
-        if (records.schema) for (const type of records.types) this.#schemas.set(keyOf(type), records.schema);
-      }
+    for (const backend of options.backends.legacy()) this.#declareRecords(backend);
+    options.backends.watch({
+      removed: (backend) => this.#forget(backend.id),
+      // A reload: a legacy backend's records declare their types again (a new schema replaces the old).
+      added: (backend) => (backend.kind === 'legacy' ? this.#declareRecords(backend) : undefined),
+      replaced: (_previous, next) => (next.kind === 'legacy' ? this.#declareRecords(next) : undefined),
+    });
+  }
+
+  /** The event types (and schemas) a legacy backend's `records` declare. */
+  #declareRecords(backend: LegacyBackend): void {
+    for (const records of backend.config.records) {
+      for (const type of records.types) this.#learn({ type, backend: backend.id, typed: !!records.schema });
+      if (records.schema) for (const type of records.types) this.#schemas.set(keyOf(type), records.schema);
     }
-    options.backends.watch({ removed: (backend) => this.#forget(backend.id) });
   }
 
   /** Loads the types seen before a restart and starts learning from new appends. */

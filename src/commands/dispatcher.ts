@@ -36,6 +36,8 @@ import { defaultFailureType, failureData, resultEvent, type CommandDelivery, typ
 import type { AcceptHandoff } from './group-commit.ts';
 import { parseRetryAfter, retryDelayMs } from './retry-schedule.ts';
 import { retryWhileLeased } from '../storage/retry-while-leased.ts';
+import { annotate, inSpan, linksTo, messagingAttributes, SpanKind, startSpan, type Span } from '../telemetry/tracing.ts';
+import { appendTraced } from '../log/traced-append.ts';
 
 /** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
 export const MAX_IDLE_MS = 1_000;
@@ -310,7 +312,26 @@ export class Dispatcher implements AcceptHandoff {
    * One attempt and its consequences (result events, completion, or a rescheduled retry) while its
    * claim lasts (`leaseEndMs`); true when the entry left the outbox (completed).
    */
-  async #attempt(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<boolean> {
+  #attempt(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<boolean> {
+    // A trace of its own (it runs after the accept, maybe on another replica), linked to the
+    // accept's span through the traceparent stored with the entry.
+    const span = startSpan(() => `dispatch ${entry.backend}`, {
+      kind: SpanKind.CONSUMER,
+      root: true,
+      links: () => linksTo(entry.traceparent),
+      attributes: () => ({
+        ...messagingAttributes('process', 'dispatch', entry.backend),
+        'messaging.message.id': entry.id,
+        'proto.command.id': entry.id,
+        'proto.command.type': entry.command.type,
+        'proto.backend': entry.backend,
+        'proto.dispatch.attempt': entry.attempts + 1,
+      }),
+    });
+    return inSpan(span, () => this.#attemptIn(span, delivery, entry, leaseEndMs));
+  }
+
+  async #attemptIn(span: Span, delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<boolean> {
     const started = performance.now();
     let outcome: DeliveryOutcome;
     try {
@@ -318,12 +339,14 @@ export class Dispatcher implements AcceptHandoff {
     } catch (err) {
       if (this.#abort.signal.aborted) {
         this.#observe(entry, 'aborted', started);
+        annotate(span, () => ({ 'proto.dispatch.outcome': 'aborted' }));
         await this.#release(entry);
         return false;
       }
       outcome = { kind: 'retry', reason: reasonOf(err), ...retryAfterOf(err) };
     }
     this.#observe(entry, outcome.kind, started);
+    annotate(span, () => ({ 'proto.dispatch.outcome': outcome.kind, ...('reason' in outcome && { 'error.type': outcome.reason.code }) }));
     if (outcome.kind === 'retry') return this.#retry(delivery, entry, leaseEndMs, outcome.reason, outcome.retryAfterMs);
     if (outcome.kind === 'delivered' && outcome.backendId !== undefined) await this.#remember(entry, leaseEndMs, outcome.backendId);
     if (outcome.kind === 'rejected') this.#fail(entry, outcome.reason);
@@ -366,7 +389,7 @@ export class Dispatcher implements AcceptHandoff {
 
   /** Appends the result events, then removes the entry: a crash in between re-delivers (at least once), never loses. */
   async #finish(entry: OutboxEntry, events: CloudEvent[]): Promise<void> {
-    if (events.length > 0) await this.#options.log.append(events.map((event) => ({ backend: entry.backend, event })));
+    if (events.length > 0) await appendTraced(this.#options.log, events.map((event) => ({ backend: entry.backend, event })));
     await this.#options.outbox.complete(entry.seq);
   }
 

@@ -17,6 +17,7 @@ import { checkCommandEnvelope, type CommandEnvelope } from './envelope.ts';
 import { commandFingerprint } from './fingerprint.ts';
 import { GroupCommitter, type AcceptHandoff } from './group-commit.ts';
 import type { PrincipalRateLimit } from './rate-limit.ts';
+import { annotate, failSpan, messagingAttributes, SpanKind, startSpan, traceparentOf, type Span } from '../telemetry/tracing.ts';
 
 /** One submission as the HTTP edge hands it over. */
 export interface Submission {
@@ -50,6 +51,8 @@ interface Draft {
   /** The normalised `dataschema`. */
   dataschema?: string;
   answer?: IngestionAnswer;
+  /** The accept's span (the API's no-op when tracing is off); its context is stored with the outbox entry. */
+  span: Span;
 }
 
 /** One step: checks or records something about the draft, or throws a refusal. */
@@ -83,7 +86,8 @@ export interface CommandIngestion {
 /** Assembles the steps once. */
 export function createIngestion(options: IngestionOptions): CommandIngestion {
   const steps: Step[] = [
-    ...(options.rateLimiter?.enabled ? [rateLimitStep(options.rateLimiter)] : []),
+    // Present even while off: a reload can turn the limit on (`take` returns at once while it is off).
+    ...(options.rateLimiter ? [rateLimitStep(options.rateLimiter)] : []),
     readBodyStep,
     envelopeStep,
     lookupStep(options.catalogue, options.access),
@@ -95,18 +99,37 @@ export function createIngestion(options: IngestionOptions): CommandIngestion {
   const now = options.now ?? Date.now;
   return {
     async submit(submission) {
-      const draft: Draft = { submission, nowMs: now() };
+      const draft: Draft = { submission, nowMs: now(), span: startSpan('accept', { kind: SpanKind.PRODUCER }) };
       try {
         for (const step of steps) await step(draft);
       } catch (err) {
-        options.metrics.countSubmission(draft.entry?.type, isProtoError(err) ? err.code.toLowerCase() : 'internal');
+        const outcome = isProtoError(err) ? err.code.toLowerCase() : 'internal';
+        options.metrics.countSubmission(draft.entry?.type, outcome);
+        // A refusal is an outcome of the accept; only a failure of the gateway is an error.
+        if (!isProtoError(err) || err.status >= 500) failSpan(draft.span, err);
+        endAccept(draft, outcome);
         throw err;
       }
       const answer = draft.answer!;
-      options.metrics.countSubmission(draft.entry?.type, answer.replayed ? 'replayed' : 'accepted');
+      const outcome = answer.replayed ? 'replayed' : 'accepted';
+      options.metrics.countSubmission(draft.entry?.type, outcome);
+      endAccept(draft, outcome);
       return answer;
     },
   };
+}
+
+/** Ends the accept's span with what is known of the command (`proto.command.*`, messaging conventions). */
+function endAccept(draft: Draft, outcome: string): void {
+  const backend = draft.entry?.backend;
+  annotate(draft.span, () => ({
+    ...messagingAttributes('send', 'accept', backend ?? 'unknown'),
+    'proto.command.outcome': outcome,
+    ...(draft.envelope && { 'proto.command.id': draft.envelope.id, 'proto.command.type': draft.envelope.type, 'messaging.message.id': draft.envelope.id }),
+    ...(backend !== undefined && { 'proto.backend': backend }),
+  }));
+  if (backend !== undefined && draft.span.isRecording()) draft.span.updateName(`accept ${backend}`);
+  draft.span.end();
 }
 
 function rateLimitStep(limiter: PrincipalRateLimit): Step {
@@ -166,7 +189,9 @@ function enqueueStep(options: IngestionOptions): Step {
   const committer = new GroupCommitter(options.store, options.handoff);
   return async (draft) => {
     const envelope = draft.envelope!;
-    const { principal, traceparent } = draft.submission;
+    const { principal } = draft.submission;
+    // The dispatch attempts, which run later in traces of their own, link to the accept through this.
+    const traceparent = traceparentOf(draft.span) ?? draft.submission.traceparent;
     const record: IdempotencyRecord = {
       id: envelope.id,
       principal,

@@ -22,6 +22,8 @@ export interface PrincipalRateLimit {
   readonly enabled: boolean;
   /** Takes one token of `principal`'s bucket, or throws 429 `RATE_LIMITED` with `Retry-After`. */
   take(principal: string): void | Promise<void>;
+  /** Takes new limits (a configuration reload); `perSecond: 0` turns the limit off. */
+  reconfigure(options: Pick<RateLimitOptions, 'perSecond' | 'burst'>): void;
   /** Releases what the buckets hold on to (a connection). Safe to call twice. */
   close(): Promise<void>;
 }
@@ -49,8 +51,8 @@ export function rateLimited(tokens: number, perMs: number): ProtoError {
 
 /** Token buckets by principal, in process memory. */
 export class RateLimiter implements PrincipalRateLimit {
-  readonly #perMs: number;
-  readonly #capacity: number;
+  #perMs: number;
+  #capacity: number;
   readonly #now: () => number;
   readonly #buckets = new Map<string, Bucket>();
 
@@ -63,6 +65,12 @@ export class RateLimiter implements PrincipalRateLimit {
   /** True when the limit is on. */
   get enabled(): boolean {
     return this.#perMs > 0;
+  }
+
+  /** Takes new limits (a reload): each bucket refills at the new rate, up to the new capacity, from its next take. */
+  reconfigure(options: Pick<RateLimitOptions, 'perSecond' | 'burst'>): void {
+    this.#perMs = options.perSecond / 1000;
+    this.#capacity = bucketCapacity(options);
   }
 
   /** Takes one token of `principal`'s bucket, or throws 429 `RATE_LIMITED` with `Retry-After`. */

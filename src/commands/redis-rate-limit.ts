@@ -38,8 +38,8 @@ const STORE = 'the rate limit (Redis)';
 /** Token buckets by principal in Redis, shared by the replicas. */
 export class RedisRateLimiter implements PrincipalRateLimit {
   readonly #options: RedisStoreOptions;
-  readonly #perMs: number;
-  readonly #capacity: number;
+  #perMs: number;
+  #capacity: number;
   #client: Redis | undefined;
 
   constructor(options: RedisStoreOptions & Pick<RateLimitOptions, 'perSecond' | 'burst'>) {
@@ -52,6 +52,12 @@ export class RedisRateLimiter implements PrincipalRateLimit {
     return this.#perMs > 0;
   }
 
+  /** Takes new limits (a reload): each bucket refills at the new rate, up to the new capacity, from its next take. */
+  reconfigure(options: Pick<RateLimitOptions, 'perSecond' | 'burst'>): void {
+    this.#perMs = options.perSecond / 1000;
+    this.#capacity = bucketCapacity(options);
+  }
+
   /** Connects (fails when Redis does not answer); nothing to connect while the limit is off. Idempotent. */
   async open(): Promise<void> {
     if (this.#client || !this.enabled) return;
@@ -60,6 +66,8 @@ export class RedisRateLimiter implements PrincipalRateLimit {
 
   async take(principal: string): Promise<void> {
     if (!this.enabled) return;
+    // A reload may turn on a limit that was off at start: the connection opens with its first use.
+    if (!this.#client) await this.open();
     const client = this.#client;
     if (!client) throw new Error('RedisRateLimiter is not open');
     const key = `${this.#options.prefix}ratelimit:${principal}`;

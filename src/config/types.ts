@@ -59,7 +59,24 @@ export interface GatewayConfig {
     /** Where it is served: `/` and one or more segments, no trailing `/`; default `/console`. */
     path: string;
   };
+  /** OpenTelemetry; absent = tracing only where the standard OTEL_EXPORTER_OTLP_* variables say. */
+  telemetry?: TelemetryConfig;
   backends: BackendConfig[];
+}
+
+/** `telemetry:`. */
+export interface TelemetryConfig {
+  traces?: TracesConfig;
+}
+
+/** `telemetry.traces`: OTLP/HTTP export of the gateway's spans. */
+export interface TracesConfig {
+  /** Base URL of the OTLP/HTTP receiver; absent = `OTEL_EXPORTER_OTLP_*ENDPOINT` decides. */
+  endpoint?: string;
+  /** Share of new traces recorded, 0..1; default 1. */
+  sampleRatio: number;
+  /** Headers of every export request. */
+  headers?: Record<string, string>;
 }
 
 export interface ServerConfig {
@@ -71,6 +88,10 @@ export interface ServerConfig {
   bodyLimitBytes: number;
   maxJsonDepth: number;
   shutdownTimeoutMs: number;
+  /** Reload when the configuration file changes (as on SIGHUP). Default false. */
+  watchConfig: boolean;
+  /** Lowest level logged. Default `info`. */
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
   cors: { origins: string[] };
 }
 

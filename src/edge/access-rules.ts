@@ -38,22 +38,35 @@ export interface CallerView {
 
 /** The access lists of one configuration. */
 export class AccessRules {
-  readonly #backends = new Map<string, string[]>();
-  readonly #commands = new Map<string, string[]>();
-  readonly #queries = new Map<string, string[]>();
+  #backends = new Map<string, string[]>();
+  #commands = new Map<string, string[]>();
+  #queries = new Map<string, string[]>();
   /** The legacy commands (schemas) that produce each event type, by backend and type. */
-  readonly #producers = new Map<string, string[]>();
+  #producers = new Map<string, string[]>();
 
   constructor(backends: BackendConfig[]) {
-    for (const backend of backends) {
-      if (backend.access) this.#backends.set(backend.id, backend.access);
+    this.reconfigure(backends);
+  }
+
+  /** Takes the rules of a new configuration (a reload) in one step: later checks see only the new ones. */
+  reconfigure(configs: BackendConfig[]): void {
+    const backends = new Map<string, string[]>();
+    const commands = new Map<string, string[]>();
+    const queries = new Map<string, string[]>();
+    const producers = new Map<string, string[]>();
+    for (const backend of configs) {
+      if (backend.access) backends.set(backend.id, backend.access);
       if (backend.kind !== 'legacy') continue;
-      for (const command of backend.commands) if (command.access) this.#commands.set(keyOf(backend.id, command.schema), command.access);
+      for (const command of backend.commands) if (command.access) commands.set(keyOf(backend.id, command.schema), command.access);
       for (const command of backend.commands) {
-        for (const type of legacyCommandProduces(command)) this.#producers.set(keyOf(backend.id, type), [...(this.#producers.get(keyOf(backend.id, type)) ?? []), command.schema]);
+        for (const type of legacyCommandProduces(command)) producers.set(keyOf(backend.id, type), [...(producers.get(keyOf(backend.id, type)) ?? []), command.schema]);
       }
-      for (const query of backend.queries) if (query.access) this.#queries.set(keyOf(backend.id, query.schema), query.access);
+      for (const query of backend.queries) if (query.access) queries.set(keyOf(backend.id, query.schema), query.access);
     }
+    this.#backends = backends;
+    this.#commands = commands;
+    this.#queries = queries;
+    this.#producers = producers;
   }
 
   /** True when some `access` is configured (otherwise nothing is filtered). */

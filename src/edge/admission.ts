@@ -45,10 +45,10 @@ export class Admission {
    */
   readonly streams: QuotaPool;
   readonly metrics: AdmissionMetrics;
-  readonly #auth: AuthConfig;
-  readonly #verifiers: CredentialVerifier[];
-  readonly #challenge: Record<string, string>;
-  readonly #challenges: Challenges | undefined;
+  #auth: AuthConfig;
+  #verifiers: CredentialVerifier[];
+  #challenge: Record<string, string>;
+  #challenges: Challenges | undefined;
 
   constructor(options: AdmissionOptions) {
     const { auth, sse } = options.config;
@@ -66,6 +66,27 @@ export class Admission {
       noun: 'streams',
       globalHeaders: { 'Retry-After': STREAMS_RETRY_SECONDS },
     }, options.metrics);
+  }
+
+  /**
+   * Takes a new configuration generation (a reload) in one step: the keys and their scopes, the
+   * verifiers after them (`verifiers`/`challenges`: a new OAuth2 identity; left as they are when
+   * undefined), the stream pool's bounds. The streams of every key that was removed or changed (its
+   * secret or its scopes) are ended; when `auth.type` changes, every key's and the anonymous
+   * caller's are. Returns the principal ids whose streams were ended.
+   */
+  reconfigure(options: Omit<AdmissionOptions, 'metrics'>): string[] {
+    const { auth, sse } = options.config;
+    const before = this.#auth;
+    if (options.verifiers !== undefined) this.#verifiers = [apiKeyVerifier(auth), ...options.verifiers];
+    else this.#verifiers = [apiKeyVerifier(auth), ...this.#verifiers.slice(1)];
+    if (options.challenges !== undefined || options.verifiers !== undefined) this.#challenges = options.challenges;
+    this.#auth = auth;
+    this.#challenge = challengeOf(auth);
+    this.streams.resize(sse.maxConnections, sse.maxConnectionsPerPrincipal);
+    const revoked = revokedPrincipals(before, auth);
+    for (const id of revoked) this.streams.revoke(id);
+    return revoked;
   }
 
   /** Authenticates the caller and checks that it may perform `operation` (401, then 403). */
@@ -99,6 +120,18 @@ export class Admission {
   refused(quota: string, limit: QuotaLimit): void {
     this.metrics.refused(quota, limit);
   }
+}
+
+/** The principals a change of `auth` takes credentials from (see `Admission.reconfigure`). */
+export function revokedPrincipals(before: AuthConfig, after: AuthConfig): string[] {
+  if (before.type !== after.type) return [ANONYMOUS.id, ...before.keys.map((key) => key.id)];
+  const now = new Map(after.keys.map((key) => [key.id, key]));
+  return before.keys
+    .filter((key) => {
+      const next = now.get(key.id);
+      return !next || next.key !== key.key || [...key.scopes].sort().join() !== [...next.scopes].sort().join();
+    })
+    .map((key) => key.id);
 }
 
 /** Presented credentials of gRPC call metadata (string values only; binary `-bin` entries carry none). */

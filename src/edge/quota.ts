@@ -9,6 +9,11 @@
  *
  * The anonymous principal of `auth.type: none` stands for every caller at once, so only the global
  * bound applies to it.
+ *
+ * A slot taken with an `end` callback can be revoked: when a reload removes a key (or changes it),
+ * `revoke` calls the `end` of every slot its principal holds, so streams it opened close at once.
+ * A reload changes the bounds with `resize`; slots already held are kept (a smaller pool only
+ * refuses new ones until enough end).
  */
 import { ProtoError, type ErrorCode } from '../errors.ts';
 import type { AdmissionMetrics } from '../metrics/admission.ts';
@@ -39,9 +44,11 @@ export interface QuotaLimits {
 
 /** One bounded pool of slots. */
 export class QuotaPool {
-  readonly #limits: QuotaLimits;
+  #limits: QuotaLimits;
   readonly #metrics: AdmissionMetrics;
   readonly #perPrincipal = new Map<string, number>();
+  /** The `end` callbacks of the held slots, by principal id. */
+  readonly #ends = new Map<string, Set<() => void>>();
   #size = 0;
 
   constructor(limits: QuotaLimits, metrics: AdmissionMetrics) {
@@ -59,8 +66,31 @@ export class QuotaPool {
     return this.#perPrincipal.get(principalId) ?? 0;
   }
 
-  /** Takes a slot for `principal`, or throws the pool's refusal (nothing is taken then). */
-  take(principal: Principal): Slot {
+  /** The current bounds. */
+  get limits(): Readonly<QuotaLimits> {
+    return this.#limits;
+  }
+
+  /** New bounds (a reload): held slots stay; new ones are checked against these. */
+  resize(max: number, maxPerPrincipal: number): void {
+    this.#limits = { ...this.#limits, max, maxPerPrincipal };
+  }
+
+  /**
+   * Ends every slot `principalId` holds that was taken with an `end` callback (its credential was
+   * revoked); returns how many. Each `end` is expected to release its slot.
+   */
+  revoke(principalId: string): number {
+    const ends = [...(this.#ends.get(principalId) ?? [])];
+    for (const end of ends) end();
+    return ends.length;
+  }
+
+  /**
+   * Takes a slot for `principal`, or throws the pool's refusal (nothing is taken then). `end`, when
+   * given, is called by `revoke` to end what holds the slot (a stream closes; it then releases).
+   */
+  take(principal: Principal, end?: () => void): Slot {
     const limits = this.#limits;
     const counted = principal !== ANONYMOUS;
     if (this.#size >= limits.max) {
@@ -81,13 +111,30 @@ export class QuotaPool {
     if (counted) this.#perPrincipal.set(principal.id, this.heldBy(principal.id) + 1);
     this.#metrics.held(limits.name, 1);
     let released = false;
+    const ended = end && (() => {
+      if (!released) end();
+    });
+    if (ended) this.#holding(principal.id).add(ended);
     return {
       release: () => {
         if (released) return;
         released = true;
+        if (ended) this.#forgetEnd(principal.id, ended);
         this.#release(counted ? principal.id : undefined);
       },
     };
+  }
+
+  #holding(principalId: string): Set<() => void> {
+    let ends = this.#ends.get(principalId);
+    if (!ends) this.#ends.set(principalId, (ends = new Set()));
+    return ends;
+  }
+
+  #forgetEnd(principalId: string, end: () => void): void {
+    const ends = this.#ends.get(principalId);
+    ends?.delete(end);
+    if (ends?.size === 0) this.#ends.delete(principalId);
   }
 
   #release(principalId: string | undefined): void {

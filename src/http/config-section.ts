@@ -53,6 +53,24 @@ export const serverSection: ConfigSection<'server'> = {
         "description": "Deadline for draining streams and flushing the outbox on shutdown. Default 10s.",
         "default": "10s"
       },
+      "watchConfig": {
+        "type": "boolean",
+        "description": "Reload the configuration when its file changes (as on SIGHUP), including a Kubernetes ConfigMap's symlink swap. Default false.",
+        "default": false
+      },
+      "logLevel": {
+        "type": "string",
+        "enum": [
+          "fatal",
+          "error",
+          "warn",
+          "info",
+          "debug",
+          "trace"
+        ],
+        "description": "Lowest level of the log lines written; a reload applies it at once. Default info.",
+        "default": "info"
+      },
       "cors": {
         "type": "object",
         "description": "Cross-origin requests from browsers (SSE, queries).",
@@ -83,6 +101,8 @@ export const serverSection: ConfigSection<'server'> = {
       bodyLimitBytes: bytes(raw.bodyLimit, '1mb'),
       maxJsonDepth: num(raw.maxJsonDepth, 64),
       shutdownTimeoutMs: ms(raw.shutdownTimeout, '10s'),
+      watchConfig: flag(raw.watchConfig, false),
+      logLevel: text(raw.logLevel, 'info') as ServerConfig['logLevel'],
       cors: { origins: strings(asMap(raw.cors).origins) },
     };
     if (typeof raw.publicUrl === 'string') config.publicUrl = canonicalBaseUrl(raw.publicUrl);

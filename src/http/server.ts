@@ -13,7 +13,7 @@
  * `Connection: close`, so load balancers and clients move elsewhere while the components drain;
  * `settled()` waits for the requests already in flight. `close()`: the listener closes.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { isProtoError, ProtoError } from '../errors.ts';
@@ -26,6 +26,7 @@ import { sendError, sendReply } from './respond.ts';
 import type { Principal, RequestContext, Route } from './route.ts';
 import type { Router } from './router.ts';
 import { requestIdOf, traceparentOf } from './trace.ts';
+import { httpServerSpan, type HttpServerSpan } from './server-span.ts';
 
 export interface HttpServerOptions {
   router: Router;
@@ -68,10 +69,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   // does not touch long responses such as event streams.
   const state: ServerState = { serving: false, refusing: false, inFlight: 0, onSettled: new Set() };
   const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
-    void handle(options, state, req, res);
+    const span = httpServerSpan(req);
+    void span.run(() => handle(options, state, req, res, span));
   });
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (socket.writable) socket.end(unparsedRequestAnswer(err));
   });
   let closing: Promise<void> | undefined;
   return {
@@ -131,7 +133,7 @@ async function drain(server: Server, timeoutMs: number): Promise<void> {
   clearTimeout(deadline);
 }
 
-async function handle(options: HttpServerOptions, state: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(options: HttpServerOptions, state: ServerState, req: IncomingMessage, res: ServerResponse, span: HttpServerSpan): Promise<void> {
   const started = process.hrtime.bigint();
   const requestId = requestIdOf(req);
   const log = options.logger.child({ reqId: requestId });
@@ -147,6 +149,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
   res.once('close', () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     options.metrics.observe(routeLabel, method, res.statusCode, seconds);
+    span.end(routeLabel, res.statusCode);
     log.info({ method, path: url?.pathname, route: routeLabel, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'request');
   });
   try {
@@ -170,7 +173,8 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
       query: url.searchParams,
       principal,
       requestId,
-      traceparent: traceparentOf(req),
+      // The server span's own context when tracing is on (backends continue this trace), else the caller's or a new one.
+      traceparent: span.traceparent ?? traceparentOf(req),
       log,
       json: () => readJson(req, options.limits),
     };
@@ -179,6 +183,19 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
   } catch (err) {
     fail(res, log, err, route);
   }
+}
+
+/**
+ * The answer to a request Node could not parse, written on the socket with the protocol's error
+ * body: 431 `HEADERS_TOO_LARGE` for a request head over the limit (a long URL with a large
+ * `traceparent`, say), 400 `INVALID_PARAMETER` for anything else that is not HTTP.
+ */
+function unparsedRequestAnswer(err: NodeJS.ErrnoException): string {
+  const error = err.code === 'HPE_HEADER_OVERFLOW'
+    ? new ProtoError('HEADERS_TOO_LARGE', 'the request line and headers exceed the size the gateway accepts')
+    : new ProtoError('INVALID_PARAMETER', 'the request is not valid HTTP/1.1');
+  const body = JSON.stringify(error.toBody());
+  return `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 function fail(res: ServerResponse, log: Logger, err: unknown, route?: Route): void {

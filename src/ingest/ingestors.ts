@@ -1,9 +1,10 @@
 /**
  * One ingestor per source of events: a `ProtoFollower` per proto backend, a `RecordPoller` per
  * legacy `records` entry. Built from the backends at boot, started and closed together, and kept in
- * step with the backend directory: a backend registered at runtime gets its follower (started when
- * the set is), a removed one's ingestors are closed and its ingest metrics forgotten, a paused
- * backend's ingestors pause and resume with it.
+ * step with the backend directory: a backend registered at runtime (or added by a reload) gets its
+ * ingestors (started when the set is), a removed one's ingestors are closed and its ingest metrics
+ * forgotten, a replaced one's (a reload changed it) are closed and new ones started from the same
+ * stored checkpoints, a paused backend's ingestors pause and resume with it.
  *
  * With `leases` (several replicas on one store) a backend's ingestors run only while this replica
  * holds the backend's ingestion lease (`LeaseGate`): one replica follows each backend, and when it
@@ -58,6 +59,10 @@ export class IngestorSet {
     this.#unwatch = options.backends.watch({
       added: (backend) => this.#added(backend),
       removed: (backend) => this.#removed(backend.id),
+      replaced: async (previous, next) => {
+        await this.#removed(previous.id);
+        this.#added(next);
+      },
       paused: (backend) => this.#each(backend.id, (ingestor) => ingestor.pause()),
       resumed: (backend) => this.#each(backend.id, (ingestor) => (this.#mayRun(backend.id) ? ingestor.resume() : undefined)),
     });
@@ -87,7 +92,7 @@ export class IngestorSet {
     await Promise.all([...this.#gates.values()].map((gate) => gate.close()));
   }
 
-  #added(backend: ProtoBackend): void {
+  #added(backend: Backend): void {
     if (this.#closing) return;
     const ingestors = this.#create(backend);
     if (this.#started) for (const ingestor of ingestors) this.#launch(backend.id, ingestor);

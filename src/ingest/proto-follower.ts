@@ -31,6 +31,9 @@ import { failureMessage, getJson } from './http-json.ts';
 import { PollLoop } from './poll-loop.ts';
 import { openSseStream } from './sse-client.ts';
 import type { SseMessage } from './sse-parser.ts';
+import { appendTraced } from '../log/traced-append.ts';
+import { inSpan } from '../telemetry/tracing.ts';
+import { ingestSpan } from './ingest-span.ts';
 
 /** Options of a `ProtoFollower`. */
 export interface ProtoFollowerOptions {
@@ -296,7 +299,7 @@ export class ProtoFollower {
     const value = JSON.stringify(after);
     const checkpoint = value === JSON.stringify(before) ? undefined : { key: this.#key, value };
     if (events.length > 0) {
-      const result = await log.append(events.map((event) => ({ backend: backendId, event })), checkpoint);
+      const result = await inSpan(ingestSpan(backendId, events, 'follow'), () => appendTraced(log, events.map((event) => ({ backend: backendId, event })), checkpoint));
       metrics.countAppend(backendId, result);
     } else if (checkpoint) {
       await log.saveCheckpoint(checkpoint);

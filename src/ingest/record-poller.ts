@@ -15,6 +15,9 @@ import { failureMessage, getJson, redact } from './http-json.ts';
 import { PollLoop } from './poll-loop.ts';
 import { cursorValueOf, laterCursor } from './record-cursor.ts';
 import { compileRecordMapper, type RecordMapper } from './record-mapper.ts';
+import { appendTraced } from '../log/traced-append.ts';
+import { inSpan } from '../telemetry/tracing.ts';
+import { ingestSpan } from './ingest-span.ts';
 
 /** Options of a `RecordPoller`. */
 export interface RecordPollerOptions {
@@ -146,7 +149,7 @@ export class RecordPoller {
       if (checkpoint) await log.saveCheckpoint(checkpoint);
       return;
     }
-    const result = await log.append(events.map((event) => ({ backend: backend.id, event })), checkpoint);
+    const result = await inSpan(ingestSpan(backend.id, events, 'poll'), () => appendTraced(log, events.map((event) => ({ backend: backend.id, event })), checkpoint));
     metrics.countAppend(backend.id, result);
     this.#logger.debug({ appended: result.appended.length, duplicates: result.duplicates, cursor: checkpoint?.value }, 'records polled');
   }

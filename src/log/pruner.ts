@@ -36,7 +36,7 @@ export interface PrunerOptions {
 
 export class Pruner {
   readonly #log: EventLog;
-  readonly #limits: EventsConfig['retention'];
+  #limits: EventsConfig['retention'];
   readonly #logger: Logger;
   readonly #options: PrunerOptions;
   #timer: NodeJS.Timeout | undefined;
@@ -50,6 +50,12 @@ export class Pruner {
     this.#limits = limits;
     this.#logger = logger;
     this.#options = options;
+  }
+
+  /** Takes new limits (a configuration reload) and, once started, prunes by them at once. */
+  reconfigure(limits: EventsConfig['retention']): void {
+    this.#limits = limits;
+    if (this.#timer) void this.pass();
   }
 
   /** Runs a first pass now and schedules the next ones. */

@@ -38,7 +38,13 @@ export class PublicManifest {
     for (const backend of options.backends.proto()) this.#following.set(backend.id, backend.onChange(() => this.invalidate()));
     options.backends.watch({
       added: (backend) => {
-        this.#following.set(backend.id, backend.onChange(() => this.invalidate()));
+        if (backend.kind === 'proto') this.#following.set(backend.id, backend.onChange(() => this.invalidate()));
+        this.invalidate();
+      },
+      replaced: (previous, next) => {
+        this.#following.get(previous.id)?.();
+        this.#following.delete(previous.id);
+        if (next.kind === 'proto') this.#following.set(next.id, next.onChange(() => this.invalidate()));
         this.invalidate();
       },
       removed: (backend) => {

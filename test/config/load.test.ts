@@ -94,6 +94,8 @@ describe('defaults', () => {
       bodyLimitBytes: 1048576,
       maxJsonDepth: 64,
       shutdownTimeoutMs: 10_000,
+      watchConfig: false,
+      logLevel: 'info',
       cors: { origins: [] },
     });
     expect(config.protocol).toEqual({ version: '1.0.0' });

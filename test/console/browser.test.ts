@@ -140,6 +140,10 @@ describe('operator console in a browser', () => {
     // Metrics: sparklines fed by /status.
     await page.getByRole('link', { name: 'Metrics' }).click();
     await seeText(page, '.facts dt:text-is("Commands accepted") + dd', /^1$/);
+    // The configuration generation and the last reload, as /status has them.
+    const { config } = (await getJson(`${gw.url}status`, { headers })).body;
+    await seeText(page, '[data-field="config-generation"]', config.generation.hash);
+    await seeText(page, '[data-field="last-reload"]', 'none since start');
     // The console polls /status from sign-in on: the command shows as a rise in the first line.
     await page.waitForFunction(() => {
       const points = document.querySelector('.spark polyline')?.getAttribute('points') ?? '';

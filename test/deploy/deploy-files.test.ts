@@ -129,6 +129,9 @@ describe('deploy files', () => {
     expect(container.args).toEqual(['serve', '--config', '/etc/proto-gateway/gateway.yaml']);
     const configVolume = pod.volumes.find((v: any) => v.configMap?.name === objects.get('ConfigMap').metadata.name);
     expect(container.volumeMounts).toContainEqual(expect.objectContaining({ name: configVolume.name, mountPath: '/etc/proto-gateway' }));
+    // Live reload of ConfigMap edits: the watch is on, and the volume is a directory (a subPath mount is never updated).
+    expect(config.server.watchConfig).toBe(true);
+    expect(container.volumeMounts.find((m: any) => m.name === configVolume.name).subPath).toBeUndefined();
     expect(pod.securityContext.runAsNonRoot).toBe(true);
     // The kubelet waits longer than the gateway's own shutdown deadline before SIGKILL.
     const preStopSeconds = Number(container.lifecycle?.preStop?.exec?.command?.[0] === 'sleep' ? container.lifecycle.preStop.exec.command[1] : 0);

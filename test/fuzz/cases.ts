@@ -171,6 +171,22 @@ async function sendHttp(target: FuzzTarget, input: HttpInput, own: (status: numb
   return undefined;
 }
 
+/** W3C trace context a caller may send: valid, zeroed, wrong version, hostile text, oversized; or none. */
+const traceContext = fc.option(
+  fc.record({
+    traceparent: fc.oneof(
+      fc.constant('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'),
+      fc.constant('00-00000000000000000000000000000000-0000000000000000-01'),
+      fc.constant('ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'),
+      fc.tuple(fc.stringMatching(/^[0-9a-f]{32}$/), fc.stringMatching(/^[0-9a-f]{16}$/), fc.constantFrom('00', '01', 'ff')).map(([t, s, f]) => `00-${t}-${s}-${f}`),
+      hostileText,
+      fc.constant('x'.repeat(8_000)),
+    ),
+    tracestate: fc.oneof(fc.constant(''), hostileText, fc.constant('a=b,'.repeat(2_000)), fc.constant('vendor=value')),
+  }),
+  { freq: 2 },
+).map((headers) => (headers === null ? {} : Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== ''))));
+
 function headersOf(apiKey: string | undefined, type: string | undefined, extra: Record<string, string> = {}): Record<string, string> {
   return { ...(apiKey && { 'x-api-key': apiKey }), ...(type && { 'content-type': type }), ...extra };
 }
@@ -183,20 +199,21 @@ const httpCase: fc.Arbitrary<FuzzCase> = fc.record({
   type: contentType,
   body: fc.option(bodyText, { freq: 3 }),
   delivery,
+  trace: traceContext,
 }).map((c) => ({
   transport: 'http',
-  describe: `${c.method} ${c.path}${c.query} key=${c.key} type=${c.type} ${c.delivery} body=${c.body?.slice(0, 120)}`,
+  describe: `${c.method} ${c.path}${c.query} key=${c.key} type=${c.type} ${c.delivery} trace=${JSON.stringify(c.trace).slice(0, 120)} body=${c.body?.slice(0, 120)}`,
   run: (target) => {
     const passThrough = /^\/services\/payments\/(?!(commands|queries|events|\.well-known\/proto|pause|resume)(\/|$|\?))/.test(c.path);
     const body = c.method === 'GET' || c.method === 'HEAD' || c.body === null ? undefined : c.body;
-    return sendHttp(target, { method: c.method, path: c.path + c.query, headers: headersOf(c.key, c.type), body, delivery: c.delivery }, (status) => !passThrough || status === 413 || status === 401 || status === 403);
+    return sendHttp(target, { method: c.method, path: c.path + c.query, headers: headersOf(c.key, c.type, c.trace), body, delivery: c.delivery }, (status) => !passThrough || status === 413 || status === 401 || status === 403);
   },
 }));
 
-const commandCase: fc.Arbitrary<FuzzCase> = fc.record({ envelope: validEnvelope, key, delivery, service: fc.constantFrom('', '/services/orders', '/services/payments') }).map((c) => ({
+const commandCase: fc.Arbitrary<FuzzCase> = fc.record({ envelope: validEnvelope, key, delivery, service: fc.constantFrom('', '/services/orders', '/services/payments'), trace: traceContext }).map((c) => ({
   transport: 'http-commands',
-  describe: `POST ${c.service}/commands ${c.delivery} ${JSON.stringify(c.envelope).slice(0, 200)}`,
-  run: (target) => sendHttp(target, { method: 'POST', path: `${c.service}/commands`, headers: headersOf(c.key, 'application/json'), body: JSON.stringify(c.envelope), delivery: c.delivery }, () => true),
+  describe: `POST ${c.service}/commands ${c.delivery} trace=${JSON.stringify(c.trace).slice(0, 120)} ${JSON.stringify(c.envelope).slice(0, 200)}`,
+  run: (target) => sendHttp(target, { method: 'POST', path: `${c.service}/commands`, headers: headersOf(c.key, 'application/json', c.trace), body: JSON.stringify(c.envelope), delivery: c.delivery }, () => true),
 }));
 
 const passThroughCase: fc.Arbitrary<FuzzCase> = fc.record({ rest: hostileText, key, body: bodyText, delivery, method: fc.constantFrom('GET', 'POST', 'PUT', 'DELETE') }).map((c) => ({

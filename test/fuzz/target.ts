@@ -3,10 +3,13 @@
  * serve`), with a protocol backend (the payments example) and a legacy backend (the orders
  * example) behind it, API keys, gRPC, MCP and A2A on. CancelOrder and the `order` query carry an
  * `access` list only the writer key holds, so every transport also runs its per-caller catalogue
- * path (hidden for the reader, open for the writer). Its RSS is read from /proc; its exit is
- * watched, so a crash is a finding, not a lost test run. No vitest here: `npm run fuzz` uses it too.
+ * path (hidden for the reader, open for the writer). Tracing is on (spans exported to a loopback
+ * OTLP sink that takes and drops them), so every input also goes through the recording path of every
+ * span. Its RSS is read from /proc; its exit is watched, so a crash is a finding, not a lost test
+ * run. No vitest here: `npm run fuzz` uses it too.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +41,8 @@ export interface FuzzTarget {
 export async function startFuzzTarget(): Promise<FuzzTarget> {
   const orders = await startOrdersService({ port: 0 });
   const payments = await startPaymentsService({ port: 0 });
+  const otlp = createServer((req, res) => void req.resume().on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}')));
+  await new Promise<void>((resolve) => otlp.listen(0, '127.0.0.1', resolve));
   const dir = mkdtempSync(join(tmpdir(), 'pgw-fuzz-'));
   const file = join(dir, 'gateway.yaml');
   writeFileSync(file, `server: { host: 127.0.0.1, port: 0, bodyLimit: 16kb, maxJsonDepth: 32 }
@@ -54,6 +59,7 @@ grpc: { host: 127.0.0.1, port: 0 }
 mcp: { enabled: true, maxSessions: 200 }
 a2a: { settle: 200ms, timeout: 3s }
 webhooks: { allowPrivateNetworks: [127.0.0.0/8], allowHttp: true }
+telemetry: { traces: { endpoint: "http://127.0.0.1:${(otlp.address() as { port: number }).port}/" } }
 backends:
   - id: orders
     kind: legacy
@@ -87,7 +93,7 @@ backends:
     refresh: 1s
     events: { follow: poll, interval: 200ms }
 `);
-  const child = spawn(launcher, ['serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(launcher, ['serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OTEL_BSP_SCHEDULE_DELAY: '200' } });
   let stderr = '';
   let exit: string | undefined;
   child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-20_000)));
@@ -128,6 +134,8 @@ backends:
       }
       await orders.close();
       await payments.close();
+      otlp.closeAllConnections();
+      await new Promise((resolve) => otlp.close(resolve));
     },
   };
 }

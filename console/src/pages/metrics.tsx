@@ -1,7 +1,8 @@
 /**
  * Metrics at a glance: commands/s, events appended/s and the p99 latency of `POST /commands`
  * between consecutive polls of `/status` (status-history.ts), drawn as sparklines over the last
- * two minutes, with the gateway's own figures beside them.
+ * two minutes, with the gateway's own figures beside them, and the configuration generation with
+ * the last reload's outcome.
  */
 import type { StatusHistory } from '../status-history.ts';
 import { ErrorNote, PageHeading, Sparkline } from '../ui.tsx';
@@ -28,6 +29,14 @@ export function MetricsPage({ status }: { status: StatusHistory }) {
           <dt>Events appended</dt><dd>{latest.counters.eventsAppended}</dd>
           <dt>Webhook deliveries</dt><dd>{Object.entries(latest.webhooks.deliveries).map(([s, n]) => `${s} ${n}`).join(' · ')}</dd>
           <dt>HTTP requests</dt><dd>{latest.counters.httpRequests}</dd>
+          {latest.config && (
+            <>
+              <dt>Configuration</dt><dd data-field="config-generation">{latest.config.generation.hash} · loaded {latest.config.generation.loadedAt}</dd>
+              <dt>Last reload</dt>
+              <dd data-field="last-reload">{latest.config.lastReload ? `${latest.config.lastReload.outcome} (${latest.config.lastReload.trigger}, ${latest.config.lastReload.at})` : 'none since start'}</dd>
+              {latest.config.needsRestart.length > 0 && <><dt>Needs a restart</dt><dd data-field="needs-restart">{latest.config.needsRestart.join(', ')}</dd></>}
+            </>
+          )}
         </dl>
       )}
     </section>

@@ -37,6 +37,7 @@ import { GatewayUser } from './gateway-user.ts';
 import { JSON_RPC, jsonRpcError, jsonRpcRefusal, readJsonRpcRequest, type JsonRpcId, type JsonRpcRequest } from './jsonrpc-request.ts';
 import { isProtoError, ProtoError } from '../../errors.ts';
 import { TaskRequestHandler } from './task-request-handler.ts';
+import { inSpan, startRpcServerSpan } from '../../telemetry/tracing.ts';
 
 /** What the A2A bridge is built from. */
 export interface A2aBridgeOptions {
@@ -55,6 +56,8 @@ export interface A2aBridgeOptions {
   tokenUrl?: () => string | undefined;
   /** Posts a push notification through the webhook bridge's SSRF-guarded client. */
   post(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<DeliveryResponse>;
+  /** The configured backends of the current configuration generation (a reload changes them); default `config.backends`. */
+  backendConfigs?: () => readonly BackendConfig[];
   logger: Logger;
 }
 
@@ -86,7 +89,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   const executor = new CommandExecutor({
     commandOf: (type, caller) => {
       const entry = catalogue.byType(type);
-      return entry && access.command(caller, entry) ? executable(entry, config.backends) : undefined;
+      return entry && access.command(caller, entry) ? executable(entry, options.backendConfigs?.() ?? config.backends) : undefined;
     },
     commands,
     // The caller's grants go with the envelope: the pipeline applies `access` as for any front.
@@ -174,12 +177,20 @@ function refusalReply(id: JsonRpcId, error: ProtoError): Reply {
 }
 
 async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpoint: Endpoint): Promise<Reply | undefined> {
-  const { transport, handler, admission, refusalOf } = endpoint;
+  const { admission } = endpoint;
   const operation = a2aOperation(request.method);
   // An unknown method has no row: the SDK answers it "method not found".
   if (operation) admission.authorize(ctx.principal, operation);
   const oversized = oversizedPushConfig(request);
   if (oversized !== undefined) return { status: 200, body: jsonRpcError(request.id, JSON_RPC.INVALID_PARAMS, oversized) };
+  // The server span of the JSON-RPC call (a command it submits is accepted under it); an unknown method is not named.
+  const span = startRpcServerSpan('jsonrpc', 'a2a', operation ? String(request.method) : 'unknown');
+  return inSpan(span, () => answerCall(ctx, request, endpoint));
+}
+
+/** Answers an admitted JSON-RPC call (see `answerChecked`). */
+async function answerCall(ctx: RequestContext, request: JsonRpcRequest, endpoint: Endpoint): Promise<Reply | undefined> {
+  const { transport, handler, admission, refusalOf } = endpoint;
   const version = headerOf(ctx, A2A_VERSION_HEADER) ?? A2A_PROTOCOL_VERSION;
   const context = new ServerCallContext({ user: new GatewayUser(ctx.principal), requestedVersion: version });
   try {
@@ -196,7 +207,8 @@ async function answerChecked(ctx: RequestContext, request: JsonRpcRequest, endpo
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
   let slot;
   try {
-    slot = admission.streams.take(ctx.principal);
+    // A reload that revokes the caller's key ends the stream: the connection is cut.
+    slot = admission.streams.take(ctx.principal, () => ctx.res.destroy());
   } catch (err) {
     // Nothing runs for a refused stream: the generator is closed before its first step.
     await result.return(undefined);

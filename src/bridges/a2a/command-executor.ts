@@ -140,7 +140,7 @@ export class CommandExecutor implements AgentExecutor {
     const id = randomUUID();
     // Opened before the command is submitted, so no correlated event can slip past.
     const { filter, aliasesFor } = await followAliases({ correlationId: id }, this.#options.aliases);
-    const stream = openTailStream(this.#options.tail, { filter, aliasesFor, closeOnTerminal: false });
+    const stream = openTailStream(this.#options.tail, { transport: 'a2a', filter, aliasesFor, closeOnTerminal: false });
     try {
       await this.#options.submit(caller, envelopeOf(id, entry, command));
     } catch (err) {

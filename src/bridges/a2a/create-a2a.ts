@@ -33,29 +33,47 @@ export interface A2aDeps {
   access: AccessRules;
   /** With `auth.type: oauth2`: the token endpoint the card's security schemes name, once known. */
   tokenUrl?: () => string | undefined;
+  /** The configured backends of the current configuration generation (a reload changes them). */
+  backendConfigs?: A2aBridgeOptions['backendConfigs'];
   registry: Registry;
   logger: Logger;
   life: Lifecycle;
 }
 
 /** The A2A bridge with its task store, or undefined when `a2a.enabled` is false. */
-export async function createA2a(deps: A2aDeps): Promise<A2aBridge | undefined> {
+export async function createA2a(deps: A2aDeps): Promise<ReloadableA2a | undefined> {
   const { config, life } = deps;
   if (!config.a2a.enabled) return undefined;
   const { a2a } = config;
-  const taskStore = await openTaskStore(config.storage, {
+  // Read by the store at each call: a reload changes the bounds in place (`reconfigure`).
+  const limits = {
     maxTasks: a2a.maxTasks,
     ttlMs: a2a.taskTtlMs,
     maxTasksPerPrincipal: a2a.maxTasksPerPrincipal,
     maxPushConfigsPerTask: a2a.maxPushConfigsPerTask,
     maxPushConfigsPerPrincipal: a2a.maxPushConfigsPerPrincipal,
-  });
+  };
+  const taskStore = await openTaskStore(config.storage, limits);
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: deps.publicUrl, catalogue: deps.catalogue, ingestion: deps.ingestion, aliases: deps.aliases, tail: deps.tail,
-    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, access: deps.access, tokenUrl: deps.tokenUrl, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
+    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, access: deps.access, tokenUrl: deps.tokenUrl, backendConfigs: deps.backendConfigs, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
   });
   life.add(bridge.executor);
   life.add(bridge.pushSender);
-  return bridge;
+  return {
+    ...bridge,
+    reconfigure: (next) => {
+      limits.maxTasks = next.maxTasks;
+      limits.ttlMs = next.taskTtlMs;
+      limits.maxTasksPerPrincipal = next.maxTasksPerPrincipal;
+      limits.maxPushConfigsPerTask = next.maxPushConfigsPerTask;
+      limits.maxPushConfigsPerPrincipal = next.maxPushConfigsPerPrincipal;
+    },
+  };
+}
+
+/** The A2A bridge as the wiring holds it: `reconfigure` takes a reload's task bounds (stored tasks stay until trimmed). */
+export interface ReloadableA2a extends A2aBridge {
+  reconfigure(next: Pick<GatewayConfig['a2a'], 'maxTasks' | 'taskTtlMs' | 'maxTasksPerPrincipal' | 'maxPushConfigsPerTask' | 'maxPushConfigsPerPrincipal'>): void;
 }

@@ -19,7 +19,7 @@ import { MemoryTaskStore } from './memory-task-store.ts';
 import { RedisTaskStore } from './redis-task-store.ts';
 import { SqliteTaskStore } from './sqlite-task-store.ts';
 
-/** Limits of a task store. */
+/** Limits of a task store. Every adapter reads them at each call, so a reload changes them in place on the same object. */
 export interface TaskStoreLimits {
   /**
    * Tasks kept at most. A new task never evicts another principal's unexpired task: when the store

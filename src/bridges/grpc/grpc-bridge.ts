@@ -46,6 +46,7 @@ import { fromProtoEvent, toProtoEvent, type ProtoCloudEvent } from './cloudevent
 import { grpcError, statusName } from './grpc-status.ts';
 import { readDescriptorSet, reflectionPackage } from './descriptor-set.ts';
 import { HealthService } from './health-service.ts';
+import { annotate, SpanStatusCode, startRpcServerSpan, withSpan, type Span } from '../../telemetry/tracing.ts';
 
 /** The folder of the `.proto` files (also served over HTTP at `/proto/`). */
 export const PROTO_DIR = fileURLToPath(new URL('../../../proto/', import.meta.url));
@@ -176,17 +177,20 @@ export class GrpcBridge {
   /** A unary handler: authenticated, errors mapped to gRPC statuses, counted. */
   #unary<Req, Res>(method: string, operation: Operation, handle: (request: Req, principal: Principal) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
-      this.#principal(call.metadata, operation)
-        .then((principal) => handle(decoded(call.request), principal))
+      // The server span: child of the caller's `traceparent` metadata; the accept of a command is its child.
+      const span = startRpcServerSpan('grpc', GRPC_SERVICE, method, call.metadata.getMap());
+      withSpan(span, () => this.#principal(call.metadata, operation).then((principal) => handle(decoded(call.request), principal)))
         .then(
           (response) => {
             this.#o.metrics.rpc(method, 'OK');
+            endRpcSpan(span, grpc.status.OK);
             callback(null, response);
           },
           (err: unknown) => {
             const error = grpcError(err);
             if (error.code === grpc.status.INTERNAL) this.#o.logger.error({ err, method }, 'grpc call failed');
             this.#o.metrics.rpc(method, statusName(error.code));
+            endRpcSpan(span, error.code ?? grpc.status.UNKNOWN);
             callback(error as grpc.ServiceError);
           },
         )
@@ -234,41 +238,56 @@ export class GrpcBridge {
 
   async #subscribe(call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>): Promise<void> {
     const { metrics } = this.#o;
+    // The server span of the whole stream (each event it carries is a delivery span of its own).
+    const span = startRpcServerSpan('grpc', GRPC_SERVICE, 'Subscribe', call.metadata.getMap());
     let slot: Slot;
+    let writer: GrpcStreamWriter | undefined;
+    let revoked = false;
     try {
       const principal = await this.#principal(call.metadata, 'grpc.Subscribe');
       if (this.#closing || this.#o.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
-      slot = this.#o.admission.streams.take(principal);
+      // A reload that revokes the caller's key ends the stream (at once, or as soon as it is attached).
+      slot = this.#o.admission.streams.take(principal, () => {
+        revoked = true;
+        writer?.close('revoked');
+      });
     } catch (err) {
       const error = grpcError(err);
       metrics.rpc('Subscribe', statusName(error.code));
+      endRpcSpan(span, error.code);
       call.emit('error', error);
       return;
     }
     const { filter, aliasesFor } = await followAliases(eventFilter(call.request), this.#o.aliases).catch((err: unknown) => {
       slot.release();
+      endRpcSpan(span, grpcError(err).code);
       throw err;
     });
     // Cancelled (or shut down) while the aliases were read: nothing to attach.
     if (call.cancelled || call.destroyed) {
       slot.release();
+      endRpcSpan(span, grpc.status.CANCELLED);
       return metrics.rpc('Subscribe', 'CANCELLED');
     }
     if (this.#closing) {
       slot.release();
       metrics.rpc('Subscribe', 'UNAVAILABLE');
+      endRpcSpan(span, grpc.status.UNAVAILABLE);
       return void call.emit('error', endStatus('shutdown'));
     }
-    const writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
+    writer = new GrpcStreamWriter(call, this.#o.maxBufferedBytes, (reason) => {
       slot.release();
-      this.#streams.delete(writer);
+      this.#streams.delete(writer!);
       attachment.detach();
       metrics.streams(-1);
-      metrics.rpc('Subscribe', statusName(endStatus(reason).code));
+      const { code } = endStatus(reason);
+      metrics.rpc('Subscribe', statusName(code));
+      endRpcSpan(span, code);
     });
     this.#streams.add(writer);
     metrics.streams(1);
     const attachment = this.#o.tail.attach({
+      transport: 'grpc',
       connection: writer,
       encoding: PROTO_ENCODING,
       filter,
@@ -278,6 +297,7 @@ export class GrpcBridge {
       afterId: call.request.last_event_id || undefined,
       aliasesFor,
     });
+    if (revoked) writer.close('revoked');
   }
 }
 
@@ -308,6 +328,8 @@ function endStatus(reason: TailEndReason): Partial<grpc.ServiceError> & { code: 
       return grpcError(new ProtoError('NOT_READY', 'gateway shutting down; resume with last_event_id'));
     case 'error':
       return grpcError(new ProtoError('INTERNAL', 'the stream failed; resume with last_event_id'));
+    case 'revoked':
+      return grpcError(new ProtoError('UNAUTHENTICATED', 'the credentials of this stream were revoked by a configuration reload'));
     case 'client':
       return { code: grpc.status.CANCELLED, details: 'cancelled' };
     default:
@@ -431,4 +453,15 @@ function tolerantDecoding(service: grpc.ServiceDefinition): grpc.ServiceDefiniti
     };
     return [name, { ...method, requestDeserialize }];
   }));
+}
+
+/** The full name of the gRPC service (`rpc.service`). */
+const GRPC_SERVICE = 'proto.gateway.v1.EventGateway';
+
+/** Ends a call's server span with its status (`rpc.grpc.status_code`; server errors per the RPC conventions). */
+function endRpcSpan(span: Span, code: number): void {
+  annotate(span, () => ({ 'rpc.grpc.status_code': code }));
+  const serverError = [grpc.status.UNKNOWN, grpc.status.DEADLINE_EXCEEDED, grpc.status.UNIMPLEMENTED, grpc.status.INTERNAL, grpc.status.UNAVAILABLE, grpc.status.DATA_LOSS].includes(code);
+  if (serverError && span.isRecording()) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
 }

@@ -20,13 +20,14 @@
  * sent at once, out of log order, without moving the cursor, so nothing is lost (a client that
  * resumes from such an event may see later ones again).
  */
-import { MAX_CORRELATION_IDS, type EventFilter, type EventLog } from '../../log/EventLog.ts';
+import { MAX_CORRELATION_IDS, type CloudEvent, type EventFilter, type EventLog } from '../../log/EventLog.ts';
+import { recordDelivery } from '../../telemetry/tracing.ts';
 import { matchesFilter } from '../../log/event-query.ts';
 import { isTerminalType } from '../../mapping/names.ts';
 import { TailEvent, type TailEncoding } from './tail-event.ts';
 
 /** Why a subscription ended. */
-export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error';
+export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error' | 'revoked';
 
 /** What a subscriber writes to: one transport's stream (an SSE response, a gRPC call). */
 export interface TailWriter<F> {
@@ -71,6 +72,11 @@ export interface TailSubscriberOptions<F> {
   /** Bytes of live events held while catching up before they are dropped and re-read from the log. */
   maxHeldBytes: number;
   metrics: TailMetrics;
+  /**
+   * The transport's name (`sse`, `grpc`, `mcp`, `a2a`): each event sent is recorded as a delivery
+   * span of it, linked to the event's trace (`messaging.destination.name`); default `stream`.
+   */
+  transport?: string;
 }
 
 /** One subscription's filters, cursor and replay/live seam. */
@@ -201,7 +207,7 @@ export class TailSubscriber<F> {
       }
       const frame = next.frame(this.#options.encoding);
       this.#heldBytes -= this.#options.encoding.size(frame);
-      if (next.position > this.#cursor) await this.#sendPaced(next.position, next.keys.type, frame);
+      if (next.position > this.#cursor) await this.#sendPaced(next.position, next.event, frame);
     }
   }
 
@@ -210,7 +216,7 @@ export class TailSubscriber<F> {
     const page = await this.#options.source.query(this.#options.filter, this.#cursor, REPLAY_PAGE_SIZE);
     for (const stored of page.events) {
       if (stored.position <= this.#cursor) continue;
-      if (!(await this.#sendPaced(stored.position, stored.event.type, this.#options.encoding.encode(stored.event)))) return false;
+      if (!(await this.#sendPaced(stored.position, stored.event, this.#options.encoding.encode(stored.event)))) return false;
     }
     return page.next !== undefined;
   }
@@ -233,7 +239,7 @@ export class TailSubscriber<F> {
       for (const stored of page.events) {
         if (stored.position > upTo) return;
         if (stored.position > this.#cursor) this.#hold(new TailEvent(stored));
-        else if (!sent.has(stored.position) && !(await this.#sendBehind(stored.position, stored.event.type, this.#options.encoding.encode(stored.event)))) return;
+        else if (!sent.has(stored.position) && !(await this.#sendBehind(stored.position, stored.event, this.#options.encoding.encode(stored.event)))) return;
       }
       if (page.next === undefined || page.next <= after) return;
       after = page.next;
@@ -241,11 +247,12 @@ export class TailSubscriber<F> {
   }
 
   /** Sends an event the cursor has passed (a late alias's), leaving the cursor; false when the stream is closed. */
-  async #sendBehind(position: number, type: string, frame: F): Promise<boolean> {
+  async #sendBehind(position: number, event: CloudEvent, frame: F): Promise<boolean> {
     this.#sentSinceAlias?.add(position);
     if (!(await this.#connection.sendPaced(frame))) return false;
     this.#options.metrics.sent(1);
-    return !this.#endIfTerminal(type);
+    this.#delivered(event);
+    return !this.#endIfTerminal(event.type);
   }
 
   /** Holds an offered event (or a late alias's), in log order; drops them all past the byte bound. */
@@ -271,16 +278,24 @@ export class TailSubscriber<F> {
     this.#sentSinceAlias?.add(event.position);
     if (!this.#connection.send(event.frame(this.#options.encoding))) return;
     this.#options.metrics.sent(1);
+    this.#delivered(event.event);
     this.#endIfTerminal(event.keys.type);
   }
 
   /** Sends at the client's pace; false when the stream is closed (or just closed on a terminal event). */
-  async #sendPaced(position: number, type: string, frame: F): Promise<boolean> {
+  async #sendPaced(position: number, event: CloudEvent, frame: F): Promise<boolean> {
     this.#cursor = position;
     this.#sentSinceAlias?.add(position);
     if (!(await this.#connection.sendPaced(frame))) return false;
     this.#options.metrics.sent(1);
-    return !this.#endIfTerminal(type);
+    this.#delivered(event);
+    return !this.#endIfTerminal(event.type);
+  }
+
+  /** The delivery span of one event sent (the API's no-op when tracing is off). */
+  #delivered(event: CloudEvent): void {
+    const transport = this.#options.transport ?? 'stream';
+    recordDelivery(transport, transport, event);
   }
 
   /** PROTOCOL.md 4.3 rule 7 and DESIGN.md (terminal types): a command's stream ends with its outcome. */

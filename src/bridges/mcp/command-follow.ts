@@ -40,7 +40,7 @@ export class CommandFollow {
   /** Opens the subscription for `commandId`; open it before submitting the command. */
   static async open(tail: LiveTail, aliases: AliasSource, commandId: string, notify: (event: CloudEvent) => Promise<void>): Promise<CommandFollow> {
     const { filter, aliasesFor } = await followAliases({ correlationId: commandId }, aliases);
-    const stream = openTailStream(tail, { filter, closeOnTerminal: true, maxBufferedBytes: MAX_BUFFERED_BYTES, ...(aliasesFor !== undefined && { aliasesFor }) });
+    const stream = openTailStream(tail, { transport: 'mcp', filter, closeOnTerminal: true, maxBufferedBytes: MAX_BUFFERED_BYTES, ...(aliasesFor !== undefined && { aliasesFor }) });
     return new CommandFollow(stream, notify);
   }
 

@@ -34,10 +34,12 @@ export interface McpDeps {
 }
 
 /** The MCP bridge, or undefined when `mcp.enabled` is false. */
-export async function createMcp(deps: McpDeps): Promise<McpBridge | undefined> {
+export async function createMcp(deps: McpDeps): Promise<ReloadableMcp | undefined> {
   const { config } = deps;
   if (!config.enabled) return undefined;
-  const store = await openFollowStore(deps.storage, { maxSessions: config.maxSessions, maxSessionsPerPrincipal: config.maxSessionsPerPrincipal, idleTimeoutMs: config.idleTimeoutMs, maxFollows: MAX_FOLLOWS });
+  // Read by the store at each call: a reload changes the session bounds in place (`reconfigure`).
+  const limits = { maxSessions: config.maxSessions, maxSessionsPerPrincipal: config.maxSessionsPerPrincipal, idleTimeoutMs: config.idleTimeoutMs, maxFollows: MAX_FOLLOWS };
+  const store = await openFollowStore(deps.storage, limits);
   deps.life.add({ close: () => store.close() });
   const mcp = mcpBridge({
     config,
@@ -51,5 +53,16 @@ export async function createMcp(deps: McpDeps): Promise<McpBridge | undefined> {
     logger: deps.logger,
   });
   deps.life.add(mcp.component);
-  return mcp;
+  return {
+    ...mcp,
+    reconfigure: (next) => {
+      limits.maxSessions = next.maxSessions;
+      limits.maxSessionsPerPrincipal = next.maxSessionsPerPrincipal;
+    },
+  };
+}
+
+/** The MCP bridge as the wiring holds it: `reconfigure` takes a reload's session bounds (open sessions stay). */
+export interface ReloadableMcp extends McpBridge {
+  reconfigure(next: Pick<GatewayConfig['mcp'], 'maxSessions' | 'maxSessionsPerPrincipal'>): void;
 }

@@ -85,6 +85,7 @@ export class FollowPump {
     const owner = this.#options.pinned?.includes(follow) ? undefined : this.#options.owner;
     const { filter, aliasesFor } = await followAliases({ correlationId: follow.correlationId }, aliases);
     const stream = openTailStream(tail, {
+      transport: 'mcp',
       filter,
       closeOnTerminal: true,
       maxBufferedBytes: MAX_BUFFERED_BYTES,

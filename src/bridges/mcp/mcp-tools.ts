@@ -25,6 +25,7 @@ import type { LiveTail } from '../live-tail/live-tail.ts';
 import { openTailStream } from '../live-tail/tail-stream.ts';
 import type { CommandFollow } from './command-follow.ts';
 import { compileArgumentChecks, TOOL_DEFINITIONS, toolOperation, type ToolName } from './mcp-tool-set.ts';
+import { activeTraceparent, annotate, inSpan, SpanKind, startSpan } from '../../telemetry/tracing.ts';
 
 /** The gateway surface the tools run on. */
 export interface ToolSurface {
@@ -74,21 +75,36 @@ export type ToolRunner = (name: string, args: unknown, session: ToolSession) => 
 export function createToolRunner(surface: ToolSurface): ToolRunner {
   const checks = compileArgumentChecks();
   const tools = toolTable(surface);
-  return async (name, args, session) => {
+  return (name, args, session) => {
     const tool = tools.get(name as ToolName);
-    const check = checks.get(name as ToolName);
-    if (!tool || !check) return failure(surface, 'unknown', `unknown tool "${name}"; known tools: ${TOOL_DEFINITIONS.map((t) => t.name).join(', ')}`);
-    const problems = check(args);
-    if (problems.length > 0) return failure(surface, name, `invalid arguments for ${name}: ${problems.join('; ')}`);
-    try {
-      const value = await tool((args ?? {}) as Args, session);
-      surface.metrics.toolCall(name, 'ok');
-      return { content: [{ type: 'text', text: JSON.stringify(value) }] };
-    } catch (err) {
-      if (!isProtoError(err)) throw err;
-      return failure(surface, name, refusalText(err));
-    }
+    // The server span of the tool call (MCP conventions); an unknown name is not an attribute (it is the caller's text).
+    const toolName = tool ? name : 'unknown';
+    const span = startSpan(() => `tools/call ${toolName}`, {
+      kind: SpanKind.SERVER,
+      attributes: () => ({ 'mcp.method.name': 'tools/call', 'rpc.system': 'jsonrpc', 'rpc.method': 'tools/call', 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': toolName }),
+    });
+    return inSpan(span, async () => {
+      const result = await runTool(surface, checks, tool, name, args, session);
+      if (result.isError) annotate(span, () => ({ 'error.type': 'tool_error' }));
+      return result;
+    });
   };
+}
+
+/** One tool call: its arguments checked, its refusals as tool errors. */
+async function runTool(surface: ToolSurface, checks: ReturnType<typeof compileArgumentChecks>, tool: Tool | undefined, name: string, args: unknown, session: ToolSession): Promise<ToolResult> {
+  const check = checks.get(name as ToolName);
+  if (!tool || !check) return failure(surface, 'unknown', `unknown tool "${name}"; known tools: ${TOOL_DEFINITIONS.map((t) => t.name).join(', ')}`);
+  const problems = check(args);
+  if (problems.length > 0) return failure(surface, name, `invalid arguments for ${name}: ${problems.join('; ')}`);
+  try {
+    const value = await tool((args ?? {}) as Args, session);
+    surface.metrics.toolCall(name, 'ok');
+    return { content: [{ type: 'text', text: JSON.stringify(value) }] };
+  } catch (err) {
+    if (!isProtoError(err)) throw err;
+    return failure(surface, name, refusalText(err));
+  }
 }
 
 function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
@@ -118,7 +134,7 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
     ['get_query_catalogue', async (_a, s) => ({ queries: queries.catalogue.list(undefined, view(s).query) })],
     ['get_query_schema', async (a, s) => queries.catalogue.document(String(a.schema), String(a.version), undefined, view(s).query)],
     ['execute_query', async (a, s) => {
-      const result = await queries.runner.run({ schema: String(a.schema), query: searchParams(a.params), traceparent: newTraceparent(), caller: forwardedCaller(s.principal), visible: view(s).query });
+      const result = await queries.runner.run({ schema: String(a.schema), query: searchParams(a.params), traceparent: activeTraceparent() ?? newTraceparent(), caller: forwardedCaller(s.principal), visible: view(s).query });
       if (result.status >= 400) throw queryRefusal(result.status, result.body);
       return result.body ?? null;
     }],
@@ -143,7 +159,7 @@ async function submitOr(ingestion: CommandIngestion, id: string, args: Args, ses
     data: args.data,
   };
   try {
-    await ingestion.submit({ principal: session.principal.id, caller: session.principal, readBody: async () => envelope, traceparent: newTraceparent() });
+    await ingestion.submit({ principal: session.principal.id, caller: session.principal, readBody: async () => envelope, traceparent: activeTraceparent() ?? newTraceparent() });
   } catch (err) {
     await undo().catch(() => {});
     throw err;
@@ -154,6 +170,7 @@ async function submitOr(ingestion: CommandIngestion, id: string, args: Args, ses
 async function sample(surface: ToolSurface, args: Args): Promise<{ events: CloudEvent[] }> {
   const maxEvents = typeof args.max_events === 'number' ? args.max_events : 100;
   const stream = openTailStream(surface.tail, {
+    transport: 'mcp',
     filter: surface.events.filter(searchParams(args.params)),
     closeOnTerminal: false,
     ...(typeof args.last_event_id === 'string' && { afterId: args.last_event_id }),

@@ -55,13 +55,21 @@ interface OpenStream {
 
 /** The registry of SSE streams and their limits; the live tail feeds them. A component: `drain()`/`close()` end every stream. */
 export class SseHub {
-  readonly #options: SseHubOptions;
+  #options: SseHubOptions;
   readonly #streams = new Set<OpenStream>();
   #closed = false;
 
   /** A hub with no streams. */
   constructor(options: SseHubOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Takes a reload's `sse` settings: streams opened from now on use them (keepalive, buffer bound,
+   * `closeOnTerminal`); open streams keep theirs. The stream pool's bounds are the admission's.
+   */
+  reconfigure(config: SseConfig): void {
+    this.#options = { ...this.#options, config };
   }
 
   /** Open streams. */
@@ -75,9 +83,10 @@ export class SseHub {
    * the headers; the tail replays in the background when a `lastEventId` is given.
    */
   open(request: StreamRequest): void {
-    const slot = this.#admit(request.principal);
+    const stream = {} as OpenStream;
+    // A reload that revokes the caller's key ends the stream.
+    stream.slot = this.#admit(request.principal, () => stream.connection?.close('revoked'));
     const { config, metrics, tail } = this.#options;
-    const stream: OpenStream = { slot } as OpenStream;
     let detach = (): void => {};
     stream.connection = new SseConnection(request.res, {
       keepaliveMs: config.keepaliveMs,
@@ -89,6 +98,7 @@ export class SseHub {
     });
     this.#register(stream);
     ({ detach } = tail.attach({
+      transport: 'sse',
       connection: stream.connection,
       encoding: SSE_ENCODING,
       filter: request.filter,
@@ -113,9 +123,9 @@ export class SseHub {
     for (const stream of [...this.#streams]) stream.connection.close('shutdown');
   }
 
-  #admit(principal: Principal): Slot {
+  #admit(principal: Principal, end: () => void): Slot {
     if (this.#closed || this.#options.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
-    return this.#options.streams.take(principal);
+    return this.#options.streams.take(principal, end);
   }
 
   #register(stream: OpenStream): void {

@@ -34,6 +34,7 @@ import { signingSecrets, type DisabledReason, type FailingStreak, type Subscript
 import type { OperationalEvents } from './operational-events.ts';
 import type { DeliveryRateLimit } from './DeliveryRateLimit.ts';
 import { retryWhileLeased } from '../../storage/retry-while-leased.ts';
+import { annotate, failSpan, serverAttributes, startDeliverySpan, traceparentOf, type Span } from '../../telemetry/tracing.ts';
 
 /** Delay of the next look at the queue after a failure to read it, ms. */
 const QUEUE_ERROR_BACKOFF_MS = 1000;
@@ -317,7 +318,25 @@ export class DeliveryDispatcher {
   #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {
     const now = this.#now();
     const headers = this.#signer.headers(delivery.id, Math.floor(now / 1000), delivery.payload, signingSecrets(subscription, now));
-    return this.#o.client.post(subscription.url, headers, delivery.payload, signal);
+    const span = webhookSpan(subscription, delivery);
+    const traceparent = traceparentOf(span);
+    if (traceparent === undefined) return this.#o.client.post(subscription.url, headers, delivery.payload, signal);
+    // The receiver continues the delivery's trace (W3C Trace Context; the signature does not cover headers).
+    return this.#o.client.post(subscription.url, { ...headers, traceparent }, delivery.payload, signal).then(
+      (response) => {
+        annotate(span, () => ({
+          ...(response.status !== undefined && { 'http.response.status_code': response.status }),
+          ...((response.status === undefined || response.status >= 400) && { 'error.type': response.status === undefined ? 'unreachable' : String(response.status) }),
+        }));
+        span.end();
+        return response;
+      },
+      (err: unknown) => {
+        failSpan(span, err);
+        span.end();
+        throw err;
+      },
+    );
   }
 
   /**
@@ -384,4 +403,27 @@ function attemptResult(result: DeliveryResponse): string {
   if (result.status >= 200 && result.status < 300) return 'success';
   if (result.status === 410) return 'gone';
   return result.status >= 300 && result.status < 400 ? 'redirect' : 'http_error';
+}
+
+/**
+ * The span of one webhook attempt, linked to the delivered event's trace (its `traceparent`, read
+ * from the payload only when the span records). The target's host and port, never its URL: a path
+ * may hold a secret (as some receivers' URLs do).
+ */
+function webhookSpan(subscription: Subscription, delivery: ClaimedDelivery): Span {
+  return startDeliverySpan(
+    'webhook',
+    subscription.id,
+    () => ({ id: delivery.eventId, type: delivery.eventType, traceparent: payloadTraceparent(delivery.payload) }),
+    () => ({ 'http.request.method': 'POST', 'proto.delivery.id': delivery.id, 'proto.delivery.attempt': delivery.attempts, ...serverAttributes(subscription.url) }),
+  );
+}
+
+/** The `traceparent` extension of an event payload, if any. */
+function payloadTraceparent(payload: string): unknown {
+  try {
+    return (JSON.parse(payload) as { traceparent?: unknown }).traceparent;
+  } catch {
+    return undefined;
+  }
 }

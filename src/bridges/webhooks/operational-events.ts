@@ -20,6 +20,7 @@ import { v5 as uuidv5 } from 'uuid';
 import type { CloudEvent, EventLog } from '../../log/EventLog.ts';
 import type { Delivery } from './DeliveryQueue.ts';
 import type { DisabledReason, FailingStreak } from './SubscriptionStore.ts';
+import { appendTraced } from '../../log/traced-append.ts';
 
 /** The `source` of every operational event of the webhook bridge. */
 export const WEBHOOKS_SOURCE = 'urn:proto-gateway:webhooks';
@@ -92,7 +93,7 @@ export class OperationalEvents {
       data,
     };
     try {
-      await this.#log.append([{ event }]);
+      await appendTraced(this.#log, [{ event }]);
     } catch (err) {
       this.#logger.error({ err, type, subscription: subscriptionId }, 'webhook operational event could not be appended to the log');
     }

@@ -89,7 +89,7 @@ export interface SubscriptionsOptions {
 
 /** The subscriptions of every principal. */
 export class Subscriptions {
-  readonly #o: SubscriptionsOptions;
+  #o: SubscriptionsOptions;
   /** Creations run one at a time in this process, so two concurrent ones cannot both pass the caps. */
   #creating: Promise<unknown> = Promise.resolve();
 
@@ -129,6 +129,11 @@ export class Subscriptions {
     const created: CreatedSubscription = describeSubscription(subscription);
     if (request.secret === undefined) created.webhook = { ...created.webhook, secret: subscription.secret };
     return created;
+  }
+
+  /** New subscription caps (a configuration reload): existing subscriptions stay; new ones are checked against these. */
+  reconfigure(limits: SubscriptionsOptions['limits']): void {
+    this.#o = { ...this.#o, limits };
   }
 
   async #checkCaps(principal: string): Promise<void> {

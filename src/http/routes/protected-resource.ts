@@ -26,12 +26,11 @@ export function protectedResourceMetadata(auth: AuthConfig, resource: string): R
 }
 
 /** The metadata routes (none unless `auth.type` is `oauth2`). */
-export function protectedResourceRoutes(auth: AuthConfig, publicUrl: string): Route[] {
+export function protectedResourceRoutes(auth: AuthConfig, publicUrl: string, current: () => AuthConfig = () => auth): Route[] {
   if (auth.type !== 'oauth2') return [];
-  const root = protectedResourceMetadata(auth, publicUrl);
-  const mcp = protectedResourceMetadata(auth, `${publicUrl}mcp`);
+  // Built from the current configuration generation (`current`): a reload may change `auth.oauth2`.
   return [
-    { method: 'GET', path: '/.well-known/oauth-protected-resource', public: true, handle: () => ({ status: 200, body: root }) },
-    { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', public: true, handle: () => ({ status: 200, body: mcp }) },
+    { method: 'GET', path: '/.well-known/oauth-protected-resource', public: true, handle: () => ({ status: 200, body: protectedResourceMetadata(current(), publicUrl) }) },
+    { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', public: true, handle: () => ({ status: 200, body: protectedResourceMetadata(current(), `${publicUrl}mcp`) }) },
   ];
 }

@@ -3,7 +3,8 @@
  * status, circuit, ingest lag, outbox depth and last error (manifest read or ingestion); the webhook queue by status; and
  * cumulative counters (commands accepted, events appended, webhook deliveries ended, HTTP requests)
  * with the latency histogram of `POST /commands`, so a client that polls it derives rates and a
- * p99 from the differences. Every number comes from the same place as `/metrics`: the Prometheus
+ * p99 from the differences; and the configuration generation (hash, load time), the settings that
+ * need a restart and the last reload's outcome. Every number comes from the same place as `/metrics`: the Prometheus
  * registry, the backends and the outbox; nothing here is counted twice.
  */
 import type { MetricObjectWithValues, MetricValue, MetricValueWithName, Registry } from 'prom-client';
@@ -25,6 +26,8 @@ export interface StatusOptions {
   storage: string;
   /** When the gateway started, epoch ms. */
   startedMs: number;
+  /** The configuration generation, what needs a restart and the last reload (`config` of the view). */
+  config?: () => unknown;
   /** Per-caller catalogues: whether the caller sees a service (a hidden one is not shown); absent = every one. */
   visible?(principal: Principal, serviceId: string): boolean;
 }
@@ -73,6 +76,7 @@ export async function readStatus(options: StatusOptions, visible: (serviceId: st
     (await metric(name)).filter((v) => match(v.labels)).reduce((sum, v) => sum + v.value, 0);
   return {
     gateway: { version: options.version, storage: options.storage, uptimeSeconds: Math.round((Date.now() - options.startedMs) / 1000) },
+    ...(options.config && { config: options.config() }),
     backends: services,
     webhooks: { deliveries },
     counters: {

@@ -123,6 +123,19 @@ export function taskStoreContract(name: string, make: (limits: TaskStoreLimits) 
       expect(await s.tasksOf(caller('bob'))).toBe(1);
     });
 
+    it('reads its limits at every save: a reload that lowers maxTasks on the same limits object bounds the next save', async () => {
+      const limits: TaskStoreLimits = { maxTasks: 100, ttlMs: 60_000, now: () => now };
+      now = T0;
+      const s = make(limits);
+      await s.open();
+      open.push(s);
+      for (const id of ['a', 'b', 'c']) await s.save(task(id), caller('alice'));
+      limits.maxTasks = 1;
+      await s.save(task('d'), caller('alice'));
+      expect(await s.load('c', caller('alice'))).toBeUndefined();
+      expect(await s.load('d', caller('alice'))).toBeDefined();
+    });
+
     it('expires a task ttl after its last save', async () => {
       const s = await store({ ttlMs: 1000 });
       await s.save(task('t1'), caller('alice'));
