@@ -5,6 +5,17 @@ import { asMap, type RawMap } from '../config/raw.ts';
 import type { ConfigSection } from '../config/section.ts';
 import type { StorageConfig } from '../config/types.ts';
 
+/** A Redis node's address, for `sentinels` and `cluster`. */
+const redisNode = {
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["host", "port"],
+  "properties": {
+    "host": { "type": "string", "minLength": 1 },
+    "port": { "type": "integer", "minimum": 1, "maximum": 65535 },
+  },
+};
+
 /** `storage:` (driver sqlite at ./data/gateway.db; redis at redis://127.0.0.1:6379/0 under `pgw:`). */
 export const storageSection: ConfigSection<'storage'> = {
   key: 'storage',
@@ -63,25 +74,7 @@ export const storageSection: ConfigSection<'storage'> = {
           "sentinels": {
             "type": "array",
             "description": "Sentinel addresses (host, port); with name, storage.url's password and database still apply.",
-            "items": {
-              "type": "object",
-              "additionalProperties": false,
-              "required": [
-                "host",
-                "port"
-              ],
-              "properties": {
-                "host": {
-                  "type": "string",
-                  "minLength": 1
-                },
-                "port": {
-                  "type": "integer",
-                  "minimum": 1,
-                  "maximum": 65535
-                }
-              }
-            }
+            "items": redisNode
           },
           "name": {
             "type": "string",
@@ -92,25 +85,7 @@ export const storageSection: ConfigSection<'storage'> = {
             "type": "array",
             "minItems": 1,
             "description": "Redis Cluster seed nodes (host, port): the stores use a Cluster client; storage.url's user, password and TLS apply to every node. All keys share the hash tag of storage.prefix (one slot). Not with sentinels, waitReplicas or waitAof.",
-            "items": {
-              "type": "object",
-              "additionalProperties": false,
-              "required": [
-                "host",
-                "port"
-              ],
-              "properties": {
-                "host": {
-                  "type": "string",
-                  "minLength": 1
-                },
-                "port": {
-                  "type": "integer",
-                  "minimum": 1,
-                  "maximum": 65535
-                }
-              }
-            }
+            "items": redisNode
           }
         }
       }
