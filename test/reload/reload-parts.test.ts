@@ -5,6 +5,7 @@
  * apply, CORS and the log level, the limits (rate limit, SSE, MCP, webhooks) and retention, the
  * OAuth2 settings, and the runtime-registered services a reload leaves alone.
  */
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { importJWK, SignJWT } from 'jose';
@@ -14,7 +15,7 @@ import type { GatewayOptions } from '../../src/app.ts';
 import { connect } from '../bridges/mcp/support.ts';
 import { startReceiver, subscribe, tableResolver } from '../bridges/webhooks/support.ts';
 import { authorizePayment, envelope, exampleBackends, post, protoBackend, scriptedBackend, sendJson } from '../commands/support.ts';
-import { closeAll, eventually, gatewayYaml, startTestGateway, tempDir, track } from '../support/gateway.ts';
+import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, tempDir, track } from '../support/gateway.ts';
 import { startTestIdp } from '../support/oidc-provider.ts';
 import { sseRecords } from '../support/sse.ts';
 import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
@@ -165,6 +166,27 @@ events: { retention: { maxEvents: 2 } }
     expect((await subscribe(gw, { webhook: { url: receiver.url() } }, alice)).status).toBe(429);
     // Retention: pruned to two events at once.
     await eventually(async () => (await gw.log.query({}, 0, 10)).events.length === 2, 10_000);
+  });
+});
+
+describe('A2A bounds follow a reload', () => {
+  it('a lowered a2a.maxTasksPerPrincipal refuses the next new task (429 QUOTA_EXCEEDED naming the new bound), not only in the task store', async () => {
+    const keys = 'auth:\n  type: apiKey\n  keys:\n    - { id: alice, key: alice-key, scopes: [read, write] }\n';
+    const backend = track(await scriptedBackend((_req, res) => sendJson(res, 200, {})));
+    const yaml = (max: number) => gatewayYaml(`${keys}a2a: { enabled: true, settle: 100ms, maxTasksPerPrincipal: ${max} }\n${legacy(backend.url, '/do')}`);
+    const { gw, rewrite } = await reloadable(yaml(5));
+    const newTask = () => getJson(`${gw.url}a2a`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'x-api-key': 'alice-key' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } } }),
+    });
+    const first = await newTask();
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ result: { task: { id: expect.any(String) } } });
+    expect((await rewrite(yaml(1))).outcome).toBe('applied');
+    const refused = await newTask();
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: { code: -32000, data: { code: 'QUOTA_EXCEEDED', details: { limit: 'a2a.maxTasksPerPrincipal', max: 1 } } } });
   });
 });
 

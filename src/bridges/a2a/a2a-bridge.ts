@@ -48,6 +48,11 @@ export interface A2aBridgeOptions {
   aliases: AliasSource;
   tail: LiveTail;
   taskStore: GatewayTaskStore;
+  /**
+   * The task and push bounds, read at each use so a reload's `reconfigure` reaches every check that
+   * names them (the same object the task store reads); default: `config.a2a`'s.
+   */
+  limits?: A2aLimits;
   metrics: A2aMetrics;
   admission: Admission;
   /** Per-caller catalogues: the skills a caller is shown and may use. */
@@ -59,6 +64,30 @@ export interface A2aBridgeOptions {
   /** The configured backends of the current configuration generation (a reload changes them); default `config.backends`. */
   backendConfigs?: () => readonly BackendConfig[];
   logger: Logger;
+}
+
+/** The A2A bounds a reload may change: one object, read at each use by the store, the quota check and the push sender. */
+export interface A2aLimits {
+  maxTasks: number;
+  ttlMs: number;
+  maxTasksPerPrincipal: number;
+  maxPushConfigsPerTask: number;
+  maxPushConfigsPerPrincipal: number;
+  maxPendingPush: number;
+  maxPendingPushPerPrincipal: number;
+}
+
+/** `a2a`'s bounds as one `A2aLimits` (a fresh object: `createA2a` keeps it and a reload updates it in place). */
+export function a2aLimits(a2a: GatewayConfig['a2a']): A2aLimits {
+  return {
+    maxTasks: a2a.maxTasks,
+    ttlMs: a2a.taskTtlMs,
+    maxTasksPerPrincipal: a2a.maxTasksPerPrincipal,
+    maxPushConfigsPerTask: a2a.maxPushConfigsPerTask,
+    maxPushConfigsPerPrincipal: a2a.maxPushConfigsPerPrincipal,
+    maxPendingPush: a2a.maxPendingPush,
+    maxPendingPushPerPrincipal: a2a.maxPendingPushPerPrincipal,
+  };
 }
 
 /** The bridge, built: its routes and its executor (a component: `drain()` ends waiting tasks). */
@@ -118,18 +147,19 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
     metrics: options.metrics,
     logger: options.logger,
   });
+  const limits = options.limits ?? a2aLimits(config.a2a);
   const pushStore = new TaskStorePushConfigs({
     tasks: options.taskStore,
-    maxPerTask: config.a2a.maxPushConfigsPerTask,
-    maxPerPrincipal: config.a2a.maxPushConfigsPerPrincipal,
+    get maxPerTask() { return limits.maxPushConfigsPerTask; },
+    get maxPerPrincipal() { return limits.maxPushConfigsPerPrincipal; },
     refused: (limit) => options.admission.refused('a2a.pushConfigs', limit),
   });
   const pushSender = new GuardedPushSender({
     store: pushStore,
     post: options.post,
     retryScheduleMs: config.webhooks.retry.scheduleMs,
-    maxPending: config.a2a.maxPendingPush,
-    maxPendingPerPrincipal: config.a2a.maxPendingPushPerPrincipal,
+    get maxPending() { return limits.maxPendingPush; },
+    get maxPendingPerPrincipal() { return limits.maxPendingPushPerPrincipal; },
     onOutcome: (outcome) => options.metrics.push(outcome),
     onDropped: (limit) => options.admission.refused('a2a.pendingPush', limit),
     logger: options.logger,
@@ -139,7 +169,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
   handler.getAgentCard = async () => card();
   const transport = new JsonRpcTransportHandler(handler);
   const refusalOf = (context: ServerCallContext) => pushStore.refusalOf(context) ?? refusals.get(context);
-  const endpoint: Endpoint = { transport, handler, admission: options.admission, tasks: options.taskStore, refusalOf, maxTasksPerPrincipal: config.a2a.maxTasksPerPrincipal };
+  const endpoint: Endpoint = { transport, handler, admission: options.admission, tasks: options.taskStore, refusalOf, limits };
   const routes: Route[] = [
     { method: 'GET', path: `/${AGENT_CARD_PATH}`, public: true, handle: () => ({ status: 200, body: agentCardJson(card()) }) },
     {
@@ -237,7 +267,7 @@ interface Endpoint {
   tasks: GatewayTaskStore;
   /** The refusal a bound made inside the SDK's run of the call with this context, if any. */
   refusalOf(context: ServerCallContext): ProtoError | undefined;
-  maxTasksPerPrincipal: number;
+  limits: A2aLimits;
 }
 
 /** A push-notification config's JSON at most (URL, token, credentials): bigger ones are invalid params. */
@@ -265,7 +295,7 @@ async function checkTaskQuota(request: JsonRpcRequest, context: ServerCallContex
   if (request.method !== 'SendMessage' && request.method !== 'SendStreamingMessage') return;
   const message = request.params?.message as Record<string, unknown> | undefined;
   if (typeof message?.taskId === 'string' && message.taskId !== '') return;
-  const max = endpoint.maxTasksPerPrincipal;
+  const max = endpoint.limits.maxTasksPerPrincipal;
   if ((await endpoint.tasks.tasksOf(context)) < max) return;
   endpoint.admission.refused('a2a.tasks', 'principal');
   throw new ProtoError('QUOTA_EXCEEDED', `a caller keeps at most ${max} A2A tasks; each is forgotten a2a.taskTtl after its last update`, { limit: 'a2a.maxTasksPerPrincipal', max });

@@ -14,7 +14,7 @@ import type { Lifecycle } from '../../lifecycle.ts';
 import { a2aMetrics } from '../../metrics/a2a.ts';
 import type { AliasSource } from '../live-tail/aliases.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
-import { a2aBridge, type A2aBridge, type A2aBridgeOptions } from './a2a-bridge.ts';
+import { a2aBridge, a2aLimits, type A2aBridge, type A2aBridgeOptions } from './a2a-bridge.ts';
 import { openTaskStore } from './open-task-store.ts';
 
 /** What A2A needs. */
@@ -45,35 +45,25 @@ export async function createA2a(deps: A2aDeps): Promise<ReloadableA2a | undefine
   const { config, life } = deps;
   if (!config.a2a.enabled) return undefined;
   const { a2a } = config;
-  // Read by the store at each call: a reload changes the bounds in place (`reconfigure`).
-  const limits = {
-    maxTasks: a2a.maxTasks,
-    ttlMs: a2a.taskTtlMs,
-    maxTasksPerPrincipal: a2a.maxTasksPerPrincipal,
-    maxPushConfigsPerTask: a2a.maxPushConfigsPerTask,
-    maxPushConfigsPerPrincipal: a2a.maxPushConfigsPerPrincipal,
-  };
+  // Read at each use by the store, the quota check and the push sender: a reload changes them in place (`reconfigure`).
+  const limits = a2aLimits(a2a);
   const taskStore = await openTaskStore(config.storage, limits);
   life.add({ close: () => taskStore.close() });
   const bridge = a2aBridge({
     config, publicUrl: deps.publicUrl, catalogue: deps.catalogue, ingestion: deps.ingestion, aliases: deps.aliases, tail: deps.tail,
-    taskStore, metrics: a2aMetrics(deps.registry), admission: deps.admission, access: deps.access, tokenUrl: deps.tokenUrl, backendConfigs: deps.backendConfigs, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
+    taskStore, limits, metrics: a2aMetrics(deps.registry), admission: deps.admission, access: deps.access, tokenUrl: deps.tokenUrl, backendConfigs: deps.backendConfigs, logger: deps.logger.child({ component: 'a2a' }), post: deps.post,
   });
   life.add(bridge.executor);
   life.add(bridge.pushSender);
   return {
     ...bridge,
     reconfigure: (next) => {
-      limits.maxTasks = next.maxTasks;
-      limits.ttlMs = next.taskTtlMs;
-      limits.maxTasksPerPrincipal = next.maxTasksPerPrincipal;
-      limits.maxPushConfigsPerTask = next.maxPushConfigsPerTask;
-      limits.maxPushConfigsPerPrincipal = next.maxPushConfigsPerPrincipal;
+      Object.assign(limits, a2aLimits(next));
     },
   };
 }
 
-/** The A2A bridge as the wiring holds it: `reconfigure` takes a reload's task bounds (stored tasks stay until trimmed). */
+/** The A2A bridge as the wiring holds it: `reconfigure` takes a reload's task and push bounds (stored tasks stay until trimmed). */
 export interface ReloadableA2a extends A2aBridge {
-  reconfigure(next: Pick<GatewayConfig['a2a'], 'maxTasks' | 'taskTtlMs' | 'maxTasksPerPrincipal' | 'maxPushConfigsPerTask' | 'maxPushConfigsPerPrincipal'>): void;
+  reconfigure(next: GatewayConfig['a2a']): void;
 }
