@@ -34,6 +34,7 @@ import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../storage/redis.ts';
 import { whileRedisAnswers } from '../storage/redis-errors.ts';
 import { RedisScript } from '../storage/redis-script.ts';
+import { BUCKET_MS, MINUTES_PER_HOUR, RedisTimeBuckets } from './redis-time-buckets.ts';
 import type {
   AppendResult,
   Checkpoint,
@@ -59,12 +60,6 @@ export interface RedisEventLogOptions extends RedisStoreOptions {
 
 /** Fields per event in the append script's ARGV. */
 const FIELDS = 7;
-/** Width of a time bucket, ms (one minute); buckets hold the first and last position of their events. */
-const BUCKET_MS = 60_000;
-const MINUTES_PER_HOUR = 60;
-/** Minute buckets read for a window at most before whole hours are read from the hour buckets. */
-const MAX_MINUTE_BUCKETS = 2 * MINUTES_PER_HOUR;
-
 /** Events per tail stream entry at most (an append of more writes several entries, in order). */
 const TAIL_ENTRY_EVENTS = 500;
 /** How long one `XREAD` blocks before it is issued again, in ms. */
@@ -145,66 +140,6 @@ if ARGV[2] == '1' then redis.call('HSET', KEYS[7], ARGV[3], ARGV[4]) end
 return positions
 `);
 
-/**
- * Folds bucket bounds into the bucket hashes, keeping the least first and greatest last position
- * (the backfill of a log written before buckets existed; appends may run meanwhile). KEYS: minute
- * buckets, hour buckets. ARGV: n minute triples (bucket, first, last), then hour triples.
- */
-const FOLD_BUCKETS = new RedisScript(`
-local function fold(key, bucket, first, last)
-  local f = redis.call('HGET', key, 'f' .. bucket)
-  if not f or tonumber(first) < tonumber(f) then redis.call('HSET', key, 'f' .. bucket, first) end
-  local l = redis.call('HGET', key, 'l' .. bucket)
-  if not l or tonumber(last) > tonumber(l) then redis.call('HSET', key, 'l' .. bucket, last) end
-end
-local n = tonumber(ARGV[1])
-for i = 2, 1 + n * 3, 3 do fold(KEYS[1], ARGV[i], ARGV[i + 1], ARGV[i + 2]) end
-for i = 2 + n * 3, #ARGV, 3 do
-  fold(KEYS[2], ARGV[i], ARGV[i + 1], ARGV[i + 2])
-  local low = redis.call('HGET', KEYS[2], 'min')
-  if not low or tonumber(ARGV[i]) < tonumber(low) then redis.call('HSET', KEYS[2], 'min', ARGV[i]) end
-  local high = redis.call('HGET', KEYS[2], 'max')
-  if not high or tonumber(ARGV[i]) > tonumber(high) then redis.call('HSET', KEYS[2], 'max', ARGV[i]) end
-end
-`);
-
-/**
- * Drops the time buckets whose last position is gone (pruning deletes a prefix of the log: every
- * position up to ARGV[1]), then sets the hour range (`min`, `max`) to the hours of the earliest and
- * latest event time left (none: removed). Checked and dropped in one script, so an append that
- * adds to a bucket meanwhile keeps it. KEYS: minute buckets, hour buckets, time. ARGV: the last
- * gone position, n, n minute buckets, then hour buckets. Returns how many buckets it dropped.
- */
-const DROP_BUCKETS = new RedisScript(`
-local gone = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local dropped = 0
-local function drop(key, bucket)
-  local last = redis.call('HGET', key, 'l' .. bucket)
-  if last and tonumber(last) <= gone then
-    redis.call('HDEL', key, 'f' .. bucket, 'l' .. bucket)
-    dropped = dropped + 1
-  end
-end
-for i = 3, 2 + n do drop(KEYS[1], ARGV[i]) end
-for i = 3 + n, #ARGV do drop(KEYS[2], ARGV[i]) end
-local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-if #first == 0 then
-  redis.call('HDEL', KEYS[2], 'min', 'max')
-else
-  local hour = ${BUCKET_MS * MINUTES_PER_HOUR}
-  redis.call('HSET', KEYS[2], 'min', string.format('%d', math.floor(tonumber(first[2]) / hour)), 'max', string.format('%d', math.floor(tonumber(last[2]) / hour)))
-end
-return dropped
-`);
-
-/** Buckets handed to one `DROP_BUCKETS` call at most. */
-const DROP_CHUNK = 1_000;
-
-/** Time entries read per round trip by the bucket backfill. */
-const BACKFILL_CHUNK = 5_000;
-
 /** An optional value for the script: '' when absent, else ':' + value. */
 function optional(value: string | number | undefined): string {
   return value === undefined ? '' : `:${value}`;
@@ -221,6 +156,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
   readonly #options: RedisEventLogOptions;
   readonly #keys: Record<'seq' | 'ids' | 'ev' | 'all' | 'added' | 'time' | 'cp' | 'tail' | 'clock' | 'ix' | 'minutes' | 'hours' | 'bucketsBuilt' | 'bucketsSwept', string>;
   readonly #listeners: ListenerSet;
+  #buckets: RedisTimeBuckets;
   #client: Redis | undefined;
   #blocking: Redis | undefined;
   #reader: Promise<void> | undefined;
@@ -237,6 +173,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
       seq: `${p}seq`, ids: `${p}ids`, ev: `${p}ev`, all: `${p}all`, added: `${p}added`, time: `${p}time`,
       cp: `${p}cp`, tail: `${p}tail`, clock: `${p}clock`, ix: `${p}ix:`, minutes: `${p}tb:m`, hours: `${p}tb:h`, bucketsBuilt: `${p}tb:built`, bucketsSwept: `${p}tb:swept`,
     };
+    this.#buckets = new RedisTimeBuckets({ ...this.#keys, built: this.#keys.bucketsBuilt, swept: this.#keys.bucketsSwept });
     this.#listeners = new ListenerSet(options.onListenerError);
   }
 
@@ -249,8 +186,8 @@ export class RedisEventLog implements EventLog, RetainingLog {
       blocking = await connectStore(this.#options, 'blocking');
       const last = await client.xrevrange(this.#keys.tail, '+', '-', 'COUNT', 1);
       this.#delivered = last.length > 0 ? Number(last[0][0].split('-')[0]) : 0;
-      await this.#backfillTimeBuckets(client);
-      await this.#sweepTimeBuckets(client);
+      await this.#buckets.backfill(client);
+      await this.#buckets.sweep(client);
     } catch (err) {
       await closeRedis(client);
       throw err;
@@ -382,63 +319,6 @@ export class RedisEventLog implements EventLog, RetainingLog {
     if (client) await closeRedis(client);
   }
 
-  /**
-   * Fills the time buckets of a log written before they existed (once per log: marked done with
-   * `P log:tb:built`; later appends keep them). Safe to run on two replicas at once.
-   */
-  async #backfillTimeBuckets(client: Redis): Promise<void> {
-    if ((await client.exists(this.#keys.bucketsBuilt)) === 1) return;
-    for (let offset = 0; ; offset += BACKFILL_CHUNK) {
-      const flat = await client.zrange(this.#keys.time, String(offset), String(offset + BACKFILL_CHUNK - 1), 'WITHSCORES');
-      if (flat.length === 0) break;
-      const minutes = new Map<number, [number, number]>();
-      const hours = new Map<number, [number, number]>();
-      for (let i = 0; i < flat.length; i += 2) {
-        const [position, timeMs] = [Number(flat[i]), Number(flat[i + 1])];
-        for (const [buckets, bucket] of [[minutes, Math.floor(timeMs / BUCKET_MS)], [hours, Math.floor(timeMs / (BUCKET_MS * MINUTES_PER_HOUR))]] as const) {
-          const known = buckets.get(bucket);
-          buckets.set(bucket, known ? [Math.min(known[0], position), Math.max(known[1], position)] : [position, position]);
-        }
-      }
-      const triples = (buckets: Map<number, [number, number]>) => [...buckets].flatMap(([bucket, [first, last]]) => [bucket, first, last]);
-      await FOLD_BUCKETS.run(client, [this.#keys.minutes, this.#keys.hours], [minutes.size, ...triples(minutes), ...triples(hours)]);
-    }
-    await client.set(this.#keys.bucketsBuilt, '1');
-  }
-
-  /**
-   * Drops the time buckets a log pruned before buckets were pruned with it still has (once per log:
-   * marked done with `P log:tb:swept`): every bucket whose last position is before the log's first.
-   */
-  async #sweepTimeBuckets(client: Redis): Promise<void> {
-    if ((await client.exists(this.#keys.bucketsSwept)) === 1) return;
-    const [first] = await client.zrange(this.#keys.all, '0', '0');
-    const gone = first === undefined ? Number(await client.get(this.#keys.seq) ?? 0) : Number(first) - 1;
-    const dead = async (key: string): Promise<string[]> => {
-      const buckets: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, flat] = await client.hscan(key, cursor, 'MATCH', 'l*', 'COUNT', 1_000);
-        for (let i = 0; i < flat.length; i += 2) if (Number(flat[i + 1]) <= gone) buckets.push(flat[i]!.slice(1));
-        cursor = next;
-      } while (cursor !== '0');
-      return buckets;
-    };
-    if (gone > 0) await this.#dropBuckets(client, gone, await dead(this.#keys.minutes), await dead(this.#keys.hours));
-    await client.set(this.#keys.bucketsSwept, '1');
-  }
-
-  /** Runs `DROP_BUCKETS` over `minutes` and `hours` in bounded calls. */
-  async #dropBuckets(client: Redis, gone: number, minutes: Iterable<number | string>, hours: Iterable<number | string>): Promise<void> {
-    const [m, h] = [[...minutes], [...hours]];
-    const keys = [this.#keys.minutes, this.#keys.hours, this.#keys.time];
-    do {
-      const minuteChunk = m.splice(0, DROP_CHUNK);
-      const hourChunk = h.splice(0, DROP_CHUNK);
-      await DROP_BUCKETS.run(client, keys, [gone, minuteChunk.length, ...minuteChunk, ...hourChunk]);
-    } while (m.length > 0 || h.length > 0);
-  }
-
   /** Deletes the events at `positions` (the log's first ones) with every index entry and the time buckets they leave empty. */
   async #remove(client: Redis, positions: string[]): Promise<void> {
     const texts = await client.hmget(this.#keys.ev, ...positions);
@@ -460,7 +340,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
     });
     await tx.exec();
     // Every position up to the last of these is gone now: a bucket that ends there has no event left.
-    await this.#dropBuckets(client, Math.max(...positions.map(Number)), minutes, hours);
+    await this.#buckets.drop(client, Math.max(...positions.map(Number)), minutes, hours);
   }
 
   /** The index sorted sets an event is in. */
@@ -506,7 +386,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
    * reads follows the page size (and how interleaved event times are), not the window's size.
    */
   async *#timeWindow(client: Redis, filter: EventFilter, after: number, chunk: number): AsyncGenerator<number[]> {
-    const bounds = await this.#windowBounds(client, filter);
+    const bounds = await this.#buckets.windowBounds(client, filter);
     if (!bounds) return;
     let cursor = Math.max(after, bounds.start - 1);
     for (;;) {
@@ -515,31 +395,6 @@ export class RedisEventLog implements EventLog, RetainingLog {
       if (positions.length < chunk) return;
       cursor = positions[positions.length - 1];
     }
-  }
-
-  /**
-   * The least first and greatest last position of the minute buckets of the window: whole hours
-   * from the hour buckets, the partial hours at both ends by the minute. An open end stops at the
-   * earliest or latest hour any event has.
-   */
-  async #windowBounds(client: Redis, filter: EventFilter): Promise<{ start: number; end: number } | undefined> {
-    const [low, high] = await client.hmget(this.#keys.hours, 'min', 'max');
-    if (low === null || high === null) return undefined;
-    const from = filter.fromMs === undefined ? Number(low) * MINUTES_PER_HOUR : Math.floor(filter.fromMs / BUCKET_MS);
-    const to = filter.toMs === undefined ? (Number(high) + 1) * MINUTES_PER_HOUR - 1 : Math.floor(filter.toMs / BUCKET_MS);
-    if (from > to) return undefined;
-    const firstHour = Math.ceil(from / MINUTES_PER_HOUR);
-    const lastHour = Math.floor((to + 1) / MINUTES_PER_HOUR) - 1;
-    const reads = to - from < MAX_MINUTE_BUCKETS || firstHour > lastHour
-      ? [bucketFields(client, this.#keys.minutes, from, to)]
-      : [
-        bucketFields(client, this.#keys.minutes, from, firstHour * MINUTES_PER_HOUR - 1),
-        bucketFields(client, this.#keys.hours, Math.max(firstHour, Number(low)), Math.min(lastHour, Number(high))),
-        bucketFields(client, this.#keys.minutes, (lastHour + 1) * MINUTES_PER_HOUR, to),
-      ];
-    const found = (await Promise.all(reads)).filter((bounds): bounds is { start: number; end: number } => bounds !== undefined);
-    if (found.length === 0) return undefined;
-    return { start: Math.min(...found.map((b) => b.start)), end: Math.max(...found.map((b) => b.end)) };
   }
 
   /** Hands `appended` (this process's append) to listeners after everything before it. */
@@ -619,22 +474,6 @@ async function* mergeIndexes(client: Redis, keys: string[], after: number, chunk
     if (bound === Number.POSITIVE_INFINITY) return;
     cursor = bound;
   }
-}
-
-/** The least first and greatest last position of the buckets `from`..`to` of the hash `key`, or undefined when none holds an event. */
-async function bucketFields(client: Redis, key: string, from: number, to: number): Promise<{ start: number; end: number } | undefined> {
-  if (from > to) return undefined;
-  const fields: string[] = [];
-  for (let bucket = from; bucket <= to; bucket++) fields.push(`f${bucket}`, `l${bucket}`);
-  const values = await client.hmget(key, ...fields);
-  let start = Number.POSITIVE_INFINITY;
-  let end = 0;
-  for (let i = 0; i < values.length; i += 2) {
-    if (values[i] === null) continue;
-    start = Math.min(start, Number(values[i]));
-    end = Math.max(end, Number(values[i + 1]));
-  }
-  return end === 0 ? undefined : { start, end };
 }
 
 function rowOf(item: NewEvent): Row {
