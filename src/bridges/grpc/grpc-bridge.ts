@@ -38,14 +38,13 @@ import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory } from '../../log/history.ts';
 import type { GrpcMetrics } from '../../metrics/grpc.ts';
 import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
-import { BacklogBound } from '../live-tail/backlog-bound.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
-import type { TailEncoding } from '../live-tail/tail-event.ts';
-import type { TailEndReason, TailWriter } from '../live-tail/tail-subscriber.ts';
 import { fromProtoEvent, toProtoEvent, type ProtoCloudEvent } from './cloudevent-codec.ts';
 import { grpcError, statusName } from './grpc-status.ts';
 import { readDescriptorSet, reflectionPackage } from './descriptor-set.ts';
 import { HealthService } from './health-service.ts';
+import { endStatus, GrpcStreamWriter, PROTO_ENCODING } from './grpc-stream-writer.ts';
+import { decoded, isUndecodable, tolerantDecoding } from './tolerant-decoding.ts';
 import { annotate, SpanStatusCode, startRpcServerSpan, withSpan, type Span } from '../../telemetry/tracing.ts';
 
 /** The folder of the `.proto` files (also served over HTTP at `/proto/`). */
@@ -56,12 +55,6 @@ export const DESCRIPTOR_SET_PATH = `${PROTO_DIR}descriptors.pb`;
 
 /** The fully qualified name of the service (health status key). */
 export const EVENT_GATEWAY_SERVICE = 'proto.gateway.v1.EventGateway';
-
-/** Events as protobuf messages, sized by their JSON (the unit of the per-stream byte bound). */
-const PROTO_ENCODING: TailEncoding<ProtoCloudEvent> = {
-  encode: toProtoEvent,
-  size: (message) => (message.text_data?.length ?? message.binary_data?.length ?? 0) + message.id.length + message.source.length + 256,
-};
 
 /** What the bridge is built from, at boot. */
 export interface GrpcBridgeOptions {
@@ -178,7 +171,7 @@ export class GrpcBridge {
   #unary<Req, Res>(method: string, operation: Operation, handle: (request: Req, principal: Principal) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
       // The server span: child of the caller's `traceparent` metadata; the accept of a command is its child.
-      const span = startRpcServerSpan('grpc', GRPC_SERVICE, method, call.metadata.getMap());
+      const span = startRpcServerSpan('grpc', EVENT_GATEWAY_SERVICE, method, call.metadata.getMap());
       withSpan(span, () => this.#principal(call.metadata, operation).then((principal) => handle(decoded(call.request), principal)))
         .then(
           (response) => {
@@ -239,7 +232,7 @@ export class GrpcBridge {
   async #subscribe(call: grpc.ServerWritableStream<SubscribeRequest, ProtoCloudEvent>): Promise<void> {
     const { metrics } = this.#o;
     // The server span of the whole stream (each event it carries is a delivery span of its own).
-    const span = startRpcServerSpan('grpc', GRPC_SERVICE, 'Subscribe', call.metadata.getMap());
+    const span = startRpcServerSpan('grpc', EVENT_GATEWAY_SERVICE, 'Subscribe', call.metadata.getMap());
     let slot: Slot;
     let writer: GrpcStreamWriter | undefined;
     let revoked = false;
@@ -315,148 +308,6 @@ function timeOf(value: string, name: string): number {
   if (Number.isNaN(ms)) throw new ProtoError('INVALID_PARAMETER', `${name} must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z`, { parameter: name, value });
   return ms;
 }
-
-/**
- * The status a stream ends with, by why it ended: a catalogue error (so the trailers carry
- * `proto-error-code`, as every refusal's do), or OK.
- */
-function endStatus(reason: TailEndReason): Partial<grpc.ServiceError> & { code: grpc.status } {
-  switch (reason) {
-    case 'slow':
-      return grpcError(new ProtoError('SLOW_CONSUMER', 'the stream fell too far behind; resume with last_event_id'));
-    case 'shutdown':
-      return grpcError(new ProtoError('NOT_READY', 'gateway shutting down; resume with last_event_id'));
-    case 'error':
-      return grpcError(new ProtoError('INTERNAL', 'the stream failed; resume with last_event_id'));
-    case 'revoked':
-      return grpcError(new ProtoError('UNAUTHENTICATED', 'the credentials of this stream were revoked by a configuration reload'));
-    case 'client':
-      return { code: grpc.status.CANCELLED, details: 'cancelled' };
-    default:
-      return { code: grpc.status.OK, details: 'OK' };
-  }
-}
-
-/**
- * One Subscribe call as a tail writer: bounded unread bytes, `drain` for paced writes, and the end
- * of the call (cancel, deadline, or a status we send) detaching it once.
- */
-class GrpcStreamWriter implements TailWriter<ProtoCloudEvent> {
-  readonly #call: grpc.ServerWritableStream<unknown, ProtoCloudEvent>;
-  readonly #onEnd: (reason: TailEndReason) => void;
-  readonly #bound: BacklogBound;
-  /** Bytes written but not yet taken by the transport. */
-  #pending = 0;
-  #closed = false;
-
-  constructor(call: grpc.ServerWritableStream<unknown, ProtoCloudEvent>, maxBytes: number, onEnd: (reason: TailEndReason) => void) {
-    this.#call = call;
-    this.#onEnd = onEnd;
-    this.#bound = new BacklogBound(maxBytes);
-    // Cancel by the client and an expired deadline both end here; so does a transport error.
-    call.once('cancelled', () => this.close('client'));
-    call.once('close', () => this.close('client'));
-    call.once('error', () => this.close('client'));
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  send(message: ProtoCloudEvent): boolean {
-    if (this.#closed) return false;
-    const size = PROTO_ENCODING.size(message);
-    if (!this.#bound.admits(this.#pending, size)) {
-      this.close('slow');
-      return false;
-    }
-    this.#write(message, size);
-    return true;
-  }
-
-  /**
-   * Writes and waits for 'drain' only when the write returned false: Node emits 'drain' only after
-   * a write said so, and waiting otherwise stalled a replay for good after one event larger than
-   * the bound.
-   */
-  async sendPaced(message: ProtoCloudEvent): Promise<boolean> {
-    if (this.#closed) return false;
-    if (!this.#write(message, PROTO_ENCODING.size(message))) await this.#drained();
-    return !this.#closed;
-  }
-
-  close(reason: TailEndReason): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    const call = this.#call;
-    if (reason !== 'client' && !call.cancelled && !call.destroyed) {
-      const status = endStatus(reason);
-      if (status.code === grpc.status.OK) call.end();
-      else call.emit('error', status);
-    }
-    this.#onEnd(reason);
-  }
-
-  #write(message: ProtoCloudEvent, size: number): boolean {
-    this.#pending += size;
-    this.#bound.wrote(size);
-    return this.#call.write(message, () => {
-      this.#pending -= size;
-      if (this.#pending === 0) this.#bound.emptied();
-    });
-  }
-
-  #drained(): Promise<void> {
-    const call = this.#call;
-    return new Promise((resolve) => {
-      const done = (): void => {
-        call.off('drain', done);
-        call.off('close', done);
-        call.off('cancelled', done);
-        resolve();
-      };
-      call.on('drain', done);
-      call.on('close', done);
-      call.on('cancelled', done);
-    });
-  }
-}
-
-/** What a request that is not valid protobuf of its message type decodes to (see `tolerantDecoding`). */
-const UNDECODABLE = Symbol('undecodable request');
-
-function isUndecodable(request: unknown): boolean {
-  return typeof request === 'object' && request !== null && UNDECODABLE in request;
-}
-
-/** The request, or INVALID_ARGUMENT when its bytes were not a valid message. */
-function decoded<Req>(request: Req): Req {
-  if (isUndecodable(request)) throw new ProtoError('INVALID_JSON', 'the request is not a valid protobuf message of its type');
-  return request;
-}
-
-/**
- * The service definition with request decoders that never throw: grpc-js answers a decoder's
- * exception with INTERNAL ("Error deserializing request"), a server fault, for what is bad input
- * from the client. A message that does not decode becomes a marker the handlers refuse with
- * INVALID_ARGUMENT (regression: corrupted protobuf found by the fuzz suite).
- */
-function tolerantDecoding(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
-  return Object.fromEntries(Object.entries(service).map(([name, method]) => {
-    const decode = method.requestDeserialize;
-    const requestDeserialize = (bytes: Buffer): unknown => {
-      try {
-        return decode(bytes);
-      } catch {
-        return { [UNDECODABLE]: true };
-      }
-    };
-    return [name, { ...method, requestDeserialize }];
-  }));
-}
-
-/** The full name of the gRPC service (`rpc.service`). */
-const GRPC_SERVICE = 'proto.gateway.v1.EventGateway';
 
 /** Ends a call's server span with its status (`rpc.grpc.status_code`; server errors per the RPC conventions). */
 function endRpcSpan(span: Span, code: number): void {
