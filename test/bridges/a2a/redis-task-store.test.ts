@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
+import type { TaskStoreLimits } from '../../../src/bridges/a2a/open-task-store.ts';
 import { RedisTaskStore } from '../../../src/bridges/a2a/redis-task-store.ts';
 import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { caller, task, taskStoreContract } from './task-store-contract.ts';
@@ -9,32 +10,32 @@ taskStoreContract('redis', (limits) => {
   return deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), prefix);
 });
 
+/** Two stores on one fresh prefix (two replicas), opened for `body` and closed after it; the prefix is deleted. */
+async function twoReplicas(limits: TaskStoreLimits, body: (one: RedisTaskStore, two: RedisTaskStore) => Promise<void>): Promise<void> {
+  const prefix = randomPrefix();
+  const one = new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits);
+  const two = deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), prefix);
+  await one.open();
+  await two.open();
+  try {
+    await body(one, two);
+  } finally {
+    await one.close();
+    await two.close();
+  }
+}
+
 describe('RedisTaskStore across replicas', () => {
   it('a task saved by one replica is answered by another on the same prefix', async () => {
-    const prefix = randomPrefix();
-    const limits = { maxTasks: 10, ttlMs: 60_000 };
-    const one = new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits);
-    const two = deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), prefix);
-    await one.open();
-    await two.open();
-    try {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000 }, async (one, two) => {
       await one.save(task('t1'), caller('alice'));
       expect(await two.load('t1', caller('alice'))).toEqual(task('t1'));
       expect(await two.load('t1', caller('bob'))).toBeUndefined();
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   });
 
   it('push configs saved through one replica are posted to by another, and the per-principal bounds count both', async () => {
-    const prefix = randomPrefix();
-    const limits = { maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2, maxPushConfigsPerPrincipal: 2 };
-    const one = new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits);
-    const two = deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), prefix);
-    await one.open();
-    await two.open();
-    try {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2, maxPushConfigsPerPrincipal: 2 }, async (one, two) => {
       await one.save(task('t1'), caller('alice'));
       await two.save(task('t2'), caller('alice'));
       expect(await one.tasksOf(caller('alice'))).toBe(2);
@@ -47,30 +48,18 @@ describe('RedisTaskStore across replicas', () => {
       expect(await one.load('t1', caller('alice'))).toBeUndefined();
       expect(await one.pushConfigs('t1', caller('alice'))).toEqual([]);
       expect(await one.savePushConfig('t3', caller('alice'), 'c3', '{}')).toBe('saved');
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   });
 
   it('a full store refuses new tasks atomically across replicas: of ten callers racing for the last room one gets it, nobody\'s task is evicted', async () => {
-    const prefix = randomPrefix();
-    const limits = { maxTasks: 2, ttlMs: 60_000 };
-    const one = new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits);
-    const two = deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), prefix);
-    await one.open();
-    await two.open();
-    try {
+    await twoReplicas({ maxTasks: 2, ttlMs: 60_000 }, async (one, two) => {
       await one.save(task('b1'), caller('bob'));
       const racers = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? one : two).save(task(`r${i}`), caller(`racer-${i}`)));
       const outcomes = await Promise.allSettled(racers);
       expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
       for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ code: 'TASKS_EXHAUSTED' });
       expect(await two.load('b1', caller('bob'))).toBeDefined();
-    } finally {
-      await one.close();
-      await two.close();
-    }
+    });
   });
 
   it('tasks written without an owner (an older gateway) count toward maxTasks and are the first dropped to make room; owned keys not yet marked are not mistaken for them', async () => {
