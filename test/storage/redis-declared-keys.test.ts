@@ -7,6 +7,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisFollowStore } from '../../src/bridges/mcp/redis-follow-store.ts';
+import { RedisDeliveryQueue } from '../../src/bridges/webhooks/redis-delivery-queue.ts';
 import { RedisDeliveryRateLimit } from '../../src/bridges/webhooks/redis-delivery-rate-limit.ts';
 import { RedisSubscriptionStore } from '../../src/bridges/webhooks/redis-subscription-store.ts';
 import { RedisRateLimiter } from '../../src/commands/redis-rate-limit.ts';
@@ -17,6 +18,7 @@ import { RedisRegistryStore } from '../../src/registry/redis-registry-store.ts';
 import { taggedPrefix, type RedisStoreOptions } from '../../src/storage/redis.ts';
 import { RedisScript } from '../../src/storage/redis-script.ts';
 import { followStoreContract } from '../bridges/mcp/follow-store-contract.ts';
+import { deliveryQueueContract } from '../bridges/webhooks/delivery-queue-contract.ts';
 import { deliveryRateLimitContract } from '../bridges/webhooks/delivery-rate-limit-contract.ts';
 import { subscriptionStoreContract } from '../bridges/webhooks/subscription-store-contract.ts';
 import { commandStoreContract, idempotencyContract, outboxContract } from '../commands/store-contract.ts';
@@ -95,3 +97,4 @@ registryStoreContract('redis (declared keys)', () => new RedisRegistryStore(fres
 subscriptionStoreContract('redis (declared keys)', () => new RedisSubscriptionStore(fresh()));
 deliveryRateLimitContract('redis (declared keys)', () => new RedisDeliveryRateLimit(fresh()));
 followStoreContract('redis (declared keys)', (limits) => new RedisFollowStore(fresh(), limits));
+deliveryQueueContract('redis (declared keys)', () => new RedisDeliveryQueue(fresh()));
