@@ -16,7 +16,7 @@
  *
  * Scenarios: 1 subscription and 16. `--quick`: fewer deliveries (under 30 s in all). Writes
  * `bench/results/webhooks-e2e.json`. Run: `npx node bench/webhooks-e2e.bench.ts [--quick]`
- * (BENCH_DELIVERIES overrides the deliveries per scenario; BENCH_CPU_PROF=<dir> runs the gateway
+ * (BENCH_DELIVERIES overrides the deliveries per scenario, BENCH_SUBSCRIPTIONS=16 runs one scenario; BENCH_CPU_PROF=<dir> runs the gateway
  * with `--cpu-prof` writing its profile there).
  */
 import type { ChildProcess } from 'node:child_process';
@@ -32,6 +32,9 @@ import { cpuMs, median } from './support/cpu.ts';
 
 /** Rounds of each scenario; the medians are reported. */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+/** Scenarios: numbers of subscriptions (`BENCH_SUBSCRIPTIONS`, comma-separated; default 1 and 16). */
+const SCENARIOS = (process.env.BENCH_SUBSCRIPTIONS ?? '1,16').split(',').map(Number);
 
 const DELIVERIES = Math.min(Number(process.env.BENCH_DELIVERIES ?? sized(32_000, 4_000)), 200_000);
 /** Paced phase: deliveries per second (whatever the number of subscriptions) and its length, ms. */
@@ -150,7 +153,7 @@ async function main(): Promise<void> {
     console.log(`node ${process.version}; gateway, event source and receiver each in its own process; ${DELIVERIES} deliveries per scenario\n`);
     console.log(`medians of ${ROUNDS} rounds; CPU from /proc/<pid>/stat (user + system), per delivered webhook / per raw signed POST`);
     console.log('scenario                       gateway (signed, durable)   raw undici POST   ratio    CPU gateway / raw (ratio)       latency p50/p99 (paced)');
-    for (const subscriptions of [1, 16]) {
+    for (const subscriptions of SCENARIOS) {
       const inFlight = Math.min(4 * subscriptions, 64);
       const rounds: Array<{ gateway: Awaited<ReturnType<typeof gatewayRun>>; raw: Awaited<ReturnType<typeof rawRun>> }> = [];
       for (let round = 0; round < ROUNDS; round++) {
