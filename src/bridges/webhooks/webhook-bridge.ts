@@ -97,7 +97,9 @@ export class WebhookBridge {
       resolver: options.resolver,
       onRefusal: (reason) => metrics.refusals.inc({ reason }),
     });
-    this.#client = new DeliveryClient({ guard, timeoutMs: config.timeoutMs, caFile: config.ca });
+    // As many connections to one origin as attempts may be in flight to it: several subscriptions
+    // to one receiver share its origin's pool (4 connections made their attempts queue behind each other).
+    this.#client = new DeliveryClient({ guard, timeoutMs: config.timeoutMs, caFile: config.ca, connectionsPerOrigin: config.concurrency });
     const events = new OperationalEvents(options.log, logger);
     this.#dispatcher = new DeliveryDispatcher({
       queue: this.#queue,

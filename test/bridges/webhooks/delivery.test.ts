@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteEventLog } from '../../../src/log/sqlite.ts';
 import { cloudEvent } from '../../log/fixtures/cloud-event.ts';
 import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, tempDir } from '../../support/gateway.ts';
-import { appendEvents, metricValue, startReceiver, startTrap, subscribe, tableResolver, webhooksYaml } from './support.ts';
+import { appendEvents, holdingReceiver, metricValue, startReceiver, startTrap, subscribe, tableResolver, webhooksYaml } from './support.ts';
 
 afterEach(closeAll);
 
@@ -57,6 +57,18 @@ describe('webhook delivery', () => {
     await sleep(200);
     const seen = receiver.requests.map((r) => `${r.path} ${JSON.parse(r.body).type}`).sort();
     expect(seen).toEqual(['/all OrderPlacedV1', '/all OrderShippedV1', '/all PaymentTakenV1', '/placed OrderPlacedV1']);
+  });
+
+  it('keeps the attempts of several subscriptions to one receiver in flight together, not queued behind 4 connections', async () => {
+    const gw = await gateway();
+    const receiver = await holdingReceiver();
+    const origin = `http://receiver.test:${new URL(receiver.url).port}`;
+    for (const n of [1, 2, 3]) await subscribe(gw, { webhook: { url: `${origin}/hook/${n}` } });
+    await appendEvents(gw, 'OrderPlacedV1', 'OrderPlacedV1', 'OrderPlacedV1', 'OrderPlacedV1');
+    // 4 per subscription (PER_SUBSCRIPTION) at once: 12 requests held open on 12 connections.
+    await eventually(() => receiver.held() === 12);
+    receiver.release();
+    await eventually(() => receiver.arrivals.length === 12);
   });
 
   it('retries with the same webhook-id until the receiver heals', async () => {
