@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ClaimedDelivery, FinishedAttempt, Settlement } from '../../../src/bridges/webhooks/DeliveryQueue.ts';
 import { MemoryDeliveryQueue } from '../../../src/bridges/webhooks/memory-delivery-queue.ts';
-import { BATCH_SHARE, MAX_BATCH_WAIT_MS, OutcomeWriter } from '../../../src/bridges/webhooks/outcome-writer.ts';
+import { BATCH_SHARE, MAX_BATCH_WAIT_MS, MIN_BATCH, OutcomeWriter } from '../../../src/bridges/webhooks/outcome-writer.ts';
 import { newDelivery } from './delivery-queue-contract.ts';
 
 afterEach(() => {
@@ -56,9 +56,29 @@ describe('OutcomeWriter batches', () => {
     expect(h.writes).toEqual([[h.claimed[0]!.id]]);
   });
 
-  it('with fewer attempts in flight than one batch, writes each outcome in the next turn without waiting', async () => {
+  it(`with 2 to ${1 / BATCH_SHARE - 1} attempts in flight, writes ${MIN_BATCH} outcomes together without waiting for the timer`, async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const h = await harness(4, 4);
+    expect(await Promise.all([h.record(h.claimed[0]!), h.record(h.claimed[1]!)])).toEqual([true, true]);
+    expect(h.writes).toEqual([[h.claimed[0]!.id, h.claimed[1]!.id]]);
+  });
+
+  it(`with 4 attempts in flight, holds a lone outcome up to ${MAX_BATCH_WAIT_MS} ms for a second one`, async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const h = await harness(4, 4);
+    let answered = false;
+    const answer = h.record(h.claimed[0]!).then((recorded) => (answered = recorded));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.writes).toEqual([]);
+    await vi.advanceTimersByTimeAsync(MAX_BATCH_WAIT_MS);
+    await answer;
+    expect(answered).toBe(true);
+    expect(h.writes).toEqual([[h.claimed[0]!.id]]);
+  });
+
+  it('with one attempt in flight, writes its outcome in the next turn without waiting', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const h = await harness(4, 1);
     expect(await h.record(h.claimed[0]!)).toBe(true);
     expect(await h.record(h.claimed[1]!)).toBe(true);
     expect(h.writes).toEqual([[h.claimed[0]!.id], [h.claimed[1]!.id]]);
