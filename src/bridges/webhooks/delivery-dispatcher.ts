@@ -18,7 +18,8 @@
  * deliveries are dropped. A delivery whose last attempt failed emits `DeliveryExhaustedV1`. A
  * healthy subscription costs no store write: only a success after a known streak ends it.
  *
- * Wake-ups: an enqueue (`wake()`), the end of an attempt, and one timer at the earliest due retry
+ * Wake-ups: an enqueue (`wake()`), the end of an attempt (but a success, whose write refilled its
+ * slot), and one timer at the earliest due retry
  * (at most `MAX_IDLE_MS` away, for slots freed by other replicas). `close()` stops taking
  * deliveries, aborts the attempts in flight and releases their claims without counting them
  * (at-least-once: a receiver may see such a message again).
@@ -228,46 +229,64 @@ export class DeliveryDispatcher {
     this.#o.metrics.claims.inc({ outcome: 'released' }, released);
   }
 
-  /** Registers an attempt as in flight and runs it; its end frees the slot and wakes the pump. */
+  /**
+   * Registers an attempt as in flight and runs it; its end frees the slot and wakes the pump, except
+   * after a success whose write refilled the slots while other attempts are in flight (issue 28):
+   * that write claimed whatever was due, a success makes nothing due, an enqueue wakes the pump by
+   * itself, and the writes of the attempts still in flight claim what falls due meanwhile, so another
+   * look (a claim that finds nothing, then `nextDueMs`) would cost a transaction per attempt.
+   */
   #launch(delivery: ClaimedDelivery, subscription: Promise<Subscription | undefined>): void {
     const controller = new AbortController();
     const attempt: Attempt = { subscriptionId: delivery.subscriptionId, controller, done: Promise.resolve() };
     this.#inFlight.add(attempt);
+    let refilled = false;
     attempt.done = this.#attempt(delivery, subscription, controller.signal)
+      .then((succeeded) => void (refilled = succeeded))
       .catch((err: unknown) => this.#o.logger.error({ err, delivery: delivery.id }, 'webhook attempt could not be recorded; the delivery is due again when its lease ends'))
       .finally(() => {
         this.#inFlight.delete(attempt);
-        this.wake();
+        // The last attempt to end always looks again: it arms the timer of the next due retry.
+        if (!refilled || this.#inFlight.size === 0) this.wake();
       });
   }
 
-  async #attempt(delivery: ClaimedDelivery, subscriptionRead: Promise<Subscription | undefined>, signal: AbortSignal): Promise<void> {
+  /** Runs one attempt; true when it succeeded and its outcome was written (by a write that refilled the free slots). */
+  async #attempt(delivery: ClaimedDelivery, subscriptionRead: Promise<Subscription | undefined>, signal: AbortSignal): Promise<boolean> {
     const { queue } = this.#o;
     const subscription = await subscriptionRead;
     if (!subscription) {
       // Deleted while this delivery was queued (or its deletion was cut short): nothing is delivered.
       await queue.deleteSubscription(delivery.subscriptionId);
-      return;
+      return false;
     }
-    if (signal.aborted) return this.#release([delivery]);
+    if (signal.aborted) return this.#releaseOne(delivery);
     if (subscription.status !== 'active') {
       await this.#record(delivery, { status: 'dead', uncount: true });
-      return;
+      return false;
     }
     const turnMs = await this.#rateTurn(subscription);
     if (turnMs !== undefined) {
       // Its turn has not come: back in the queue, due when it comes, the attempt not counted (never dropped).
       this.#o.metrics.claims.inc({ outcome: 'rate_limited' });
       await this.#record(delivery, { status: 'pending', nextAttemptMs: turnMs, uncount: true });
-      return;
+      return false;
     }
     const started = this.#now();
     const result = await this.#post(subscription, delivery, signal);
-    if (signal.aborted) return this.#release([delivery]);
+    if (signal.aborted) return this.#releaseOne(delivery);
     this.#o.metrics.latency.observe((this.#now() - started) / 1000);
     this.#o.metrics.attempts.inc({ result: attemptResult(result) });
     const verdict = judgeAttempt(result, delivery.attempts, this.#o.scheduleMs, this.#now());
-    if (await this.#record(delivery, verdict.outcome)) await this.#settle(subscription, delivery, verdict);
+    if (!(await this.#record(delivery, verdict.outcome))) return false;
+    await this.#settle(subscription, delivery, verdict);
+    return verdict.kind === 'succeeded';
+  }
+
+  /** Releases an aborted attempt's claim (`#release`); false: its end wakes the pump. */
+  async #releaseOne(delivery: ClaimedDelivery): Promise<false> {
+    await this.#release([delivery]);
+    return false;
   }
 
   /**
