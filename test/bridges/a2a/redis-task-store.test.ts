@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { TaskStoreLimits } from '../../../src/bridges/a2a/open-task-store.ts';
 import { RedisTaskStore } from '../../../src/bridges/a2a/redis-task-store.ts';
+import { RedisScript } from '../../../src/storage/redis-script.ts';
 import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { caller, task, taskStoreContract } from './task-store-contract.ts';
 
@@ -87,5 +88,30 @@ describe('RedisTaskStore across replicas', () => {
       redis.disconnect();
       await store.close();
     }
+  });
+
+  it('a save whose tasks to forget change between its runs (another replica saved meanwhile) runs again and forgets the right ones', async () => {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2 }, async (one, two) => {
+      await one.save(task('t1'), caller('alice'));
+      await one.save(task('t2'), caller('alice'));
+      // one's first run answers that t1 must go; before its second run, two saves t4 (forgetting t1
+      // itself), so one's second run must forget t2 instead, which it was not given: a third run.
+      const run = RedisScript.prototype.run;
+      let runs = 0;
+      const spy = vi.spyOn(RedisScript.prototype, 'run').mockImplementation(async function (this: RedisScript, ...args) {
+        runs += 1;
+        if (runs === 2) await two.save(task('t4'), caller('alice'));
+        return run.apply(this, args);
+      });
+      try {
+        await one.save(task('t3'), caller('alice'));
+      } finally {
+        spy.mockRestore();
+      }
+      expect(await one.tasksOf(caller('alice'))).toBe(2);
+      expect(await one.load('t2', caller('alice'))).toBeUndefined();
+      expect(await one.load('t3', caller('alice'))).toBeDefined();
+      expect(await one.load('t4', caller('alice'))).toBeDefined();
+    });
   });
 });
