@@ -30,6 +30,9 @@ import { listPage, taskScope } from './task-list.ts';
 /** Where the store connects. */
 export type RedisTaskStoreOptions = RedisStoreOptions;
 
+/** The tasks expiring first that a save names for the next save to declare. */
+const HINTED_EXPIRIES = 2;
+
 /**
  * Save ARGV[1] (task key) as ARGV[2] expiring at ARGV[3] for owner ARGV[5], unless it is new and
  * the store is full of other owners' tasks (then nothing is saved: {'full', soonest expiry}). First
@@ -44,7 +47,10 @@ export type RedisTaskStoreOptions = RedisStoreOptions;
  * (the saved keys set in place of a key it does not have). Before each step that forgets tasks (the
  * expired ones, then those the bounds drop) the script checks each was declared with its recorded
  * owner; when one was not, it changes nothing in that step and answers {'retry', key, owner, ...}
- * (every task that step forgets), and the caller runs it again with them.
+ * (every task that step forgets), and the caller runs it again with them. A save answers
+ * {'saved', key, owner, ...}: the tasks the next save will likely forget (`hint` below), which the
+ * caller declares in its next save's first run, so a store at its bound or expiring tasks as it
+ * goes usually saves in one run.
  */
 const SAVE = new RedisScript(`
 local key, json, expiresAt, now, owner = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -161,7 +167,22 @@ end
 redis.call('ZADD', owned, expiresAt, key)
 for _, k in ipairs(ownerless) do forget(k) end
 for _, k in ipairs(oldest) do forget(k) end
-return 'saved'`);
+-- What the next save will likely forget, for the caller to declare in its first run: when this
+-- save forgot expired tasks, the tasks that expire first; when it dropped the owner's own, the
+-- owner's next oldest. A save that forgot nothing names nothing (and costs nothing more).
+local hints = {'saved'}
+local function hint(k)
+  table.insert(hints, k)
+  table.insert(hints, redis.call('HGET', KEYS[5], k) or '')
+end
+if #expired > 0 then
+  for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, ${HINTED_EXPIRIES - 1})) do hint(k) end
+end
+if drop > 0 then
+  local nextOwn = redis.call('ZRANGE', owned, 0, 0)[1]
+  if nextOwn and nextOwn ~= key then hint(nextOwn) end
+end
+return hints`);
 
 /**
  * Save push config ARGV[3] = ARGV[4] of task key ARGV[2] for owner ARGV[6] at time ARGV[5], expiring
@@ -215,6 +236,8 @@ export class RedisTaskStore implements GatewayTaskStore {
   readonly #limits: TaskStoreLimits;
   readonly #prefix: string;
   readonly #keys: { tasks: string; saved: string; expiry: string; seq: string; owner: string; pushExpiry: string; claimed: string };
+  /** The tasks (key → owner) the last save named as likely forgotten by the next one. */
+  #hints = new Map<string, string>();
   #client: Redis | undefined;
 
   constructor(options: RedisTaskStoreOptions, limits: TaskStoreLimits) {
@@ -243,14 +266,17 @@ export class RedisTaskStore implements GatewayTaskStore {
     const key = `${taskScope(context)}\n${task.id}`;
     const args = [key, JSON.stringify(Task.toJSON(task)), now + this.#limits.ttlMs, now, owner, this.#limits.maxTasks, bound(this.#limits.maxTasksPerPrincipal)];
     const self = [`${this.#prefix}owned:${owner}`, this.#scopeKey(key), `${this.#prefix}push:${key}`, `${this.#prefix}pushowned:${owner}`];
-    const forgets = new Map([[key, owner]]);
+    const forgets = new Map([...this.#hints, [key, owner]]);
     for (let tries = 0; tries < SAVE_TRIES; tries++) {
       const keys = [...this.#scriptKeys(), ...self, ...[...forgets].flatMap(([k, o]) => this.#forgetKeys(k, o))];
-      const saved = await whileRedisAnswers(STORE, () => SAVE.run(client, keys, [...args, forgets.size, ...[...forgets].flat()]));
-      if (saved === 'saved') return;
-      const [answer, ...found] = saved as string[];
+      const [answer, ...found] = (await whileRedisAnswers(STORE, () => SAVE.run(client, keys, [...args, forgets.size, ...[...forgets].flat()]))) as string[];
       if (answer === 'full') throw tasksExhausted(this.#limits.maxTasks, Number(found[0]) - now);
-      for (let i = 0; i < found.length; i += 2) forgets.set(found[i]!, found[i + 1]!);
+      const named = new Map(Array.from({ length: found.length / 2 }, (_, i) => [found[2 * i]!, found[2 * i + 1]!] as const));
+      if (answer === 'saved') {
+        this.#hints = named;
+        return;
+      }
+      for (const [k, o] of named) forgets.set(k, o);
     }
     throw storeUnavailable(STORE, 'other replicas kept changing the tasks while this one saved');
   }

@@ -94,17 +94,18 @@ describe('RedisTaskStore across replicas', () => {
     await twoReplicas({ maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2 }, async (one, two) => {
       await one.save(task('t1'), caller('alice'));
       await one.save(task('t2'), caller('alice'));
-      // one's first run answers that t1 must go; before its second run, two saves t4 (forgetting t1
-      // itself), so one's second run must forget t2 instead, which it was not given: a third run.
+      // two (which saved nothing, so declares nothing more than its task) first hears that t1 must
+      // go; before its second run, one saves t4 (forgetting t1 itself), so two's second run must
+      // forget t2 instead, which it was not given: a third run.
       const run = RedisScript.prototype.run;
       let runs = 0;
       const spy = vi.spyOn(RedisScript.prototype, 'run').mockImplementation(async function (this: RedisScript, ...args) {
         runs += 1;
-        if (runs === 2) await two.save(task('t4'), caller('alice'));
+        if (runs === 2) await one.save(task('t4'), caller('alice'));
         return run.apply(this, args);
       });
       try {
-        await one.save(task('t3'), caller('alice'));
+        await two.save(task('t3'), caller('alice'));
       } finally {
         spy.mockRestore();
       }
@@ -112,6 +113,23 @@ describe('RedisTaskStore across replicas', () => {
       expect(await one.load('t2', caller('alice'))).toBeUndefined();
       expect(await one.load('t3', caller('alice'))).toBeDefined();
       expect(await one.load('t4', caller('alice'))).toBeDefined();
+    });
+  });
+
+  it('a save names what the next one will likely forget, so a store at its bound saves in one run', async () => {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2 }, async (one) => {
+      // t3 is the first save at the bound: it hears that t1 must go (two runs), and names t2 as next.
+      for (const id of ['t1', 't2', 't3']) await one.save(task(id), caller('alice'));
+      const spy = vi.spyOn(RedisScript.prototype, 'run');
+      try {
+        for (const id of ['t4', 't5']) await one.save(task(id), caller('alice'));
+        expect(spy).toHaveBeenCalledTimes(2);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(await one.load('t3', caller('alice'))).toBeUndefined();
+      expect(await one.load('t4', caller('alice'))).toBeDefined();
+      expect(await one.load('t5', caller('alice'))).toBeDefined();
     });
   });
 });
