@@ -227,7 +227,7 @@ return 1`);
 
 const STORE = 'the A2A task store (Redis)';
 
-/** Runs of `SAVE` at most for one save (each after another replica changed what it forgets). */
+/** Runs of `SAVE` (and of `SAVE_PUSH`) at most for one save (each after another replica changed what it reads). */
 const SAVE_TRIES = 8;
 
 /** A bounded, expiring task store on Redis. */
@@ -314,13 +314,14 @@ export class RedisTaskStore implements GatewayTaskStore {
     const key = `${taskScope(context)}\n${taskId}`;
     const limits = this.#limits;
     const owner = ownerOf(context);
-    for (;;) {
+    for (let tries = 0; tries < SAVE_TRIES; tries++) {
       const recorded = (await whileRedisAnswers(STORE, () => client.hget(this.#keys.owner, key))) ?? '';
       const keys = [...this.#scriptKeys(), `${this.#prefix}push:${key}`, `${this.#prefix}pushowned:${owner}`, `${this.#prefix}pushowned:${recorded}`];
       const args = [this.#prefix, key, configId, json, now, owner, now + limits.ttlMs, bound(limits.maxPushConfigsPerTask), bound(limits.maxPushConfigsPerPrincipal), recorded];
       const outcome = await whileRedisAnswers(STORE, () => SAVE_PUSH.run(client, keys, args));
       if (outcome !== 'retry') return outcome as PushConfigSave;
     }
+    throw storeUnavailable(STORE, 'other replicas kept changing the task while this one saved its push config');
   }
 
   async pushConfigs(taskId: string, context: ServerCallContext): Promise<string[]> {

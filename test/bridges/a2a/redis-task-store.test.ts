@@ -116,6 +116,29 @@ describe('RedisTaskStore across replicas', () => {
     });
   });
 
+  it('a push-config save whose task another replica keeps re-owning under it ends in 503 STORE_UNAVAILABLE after a bounded number of runs, never a hang', async () => {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000 }, async (one) => {
+      await one.save(task('t1'), caller('alice'));
+      const other = new Redis(SHARED_REDIS_URL);
+      const run = RedisScript.prototype.run;
+      let runs = 0;
+      const spy = vi.spyOn(RedisScript.prototype, 'run').mockImplementation(async function (this: RedisScript, client, keys, args) {
+        // Another replica records a new owner for the task between this one's read and its script, every time.
+        runs += 1;
+        await other.hset(keys.find((key) => key.endsWith('a2a:owner'))!, '\nalice\nt1', `owner-${runs}`);
+        return run.call(this, client, keys, args);
+      });
+      try {
+        await expect(one.savePushConfig('t1', caller('alice'), 'c1', '{}')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+        expect(runs).toBeGreaterThan(1);
+        expect(runs).toBeLessThanOrEqual(8);
+      } finally {
+        spy.mockRestore();
+        other.disconnect();
+      }
+    });
+  });
+
   it('a save names what the next one will likely forget, so a store at its bound saves in one run', async () => {
     await twoReplicas({ maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2 }, async (one) => {
       // t3 is the first save at the bound: it hears that t1 must go (two runs), and names t2 as next.
