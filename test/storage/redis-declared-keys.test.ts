@@ -6,6 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { RedisTaskStore } from '../../src/bridges/a2a/redis-task-store.ts';
 import { RedisFollowStore } from '../../src/bridges/mcp/redis-follow-store.ts';
 import { RedisDeliveryQueue } from '../../src/bridges/webhooks/redis-delivery-queue.ts';
 import { RedisDeliveryRateLimit } from '../../src/bridges/webhooks/redis-delivery-rate-limit.ts';
@@ -17,6 +18,7 @@ import { RedisEventLog } from '../../src/log/redis.ts';
 import { RedisRegistryStore } from '../../src/registry/redis-registry-store.ts';
 import { taggedPrefix, type RedisStoreOptions } from '../../src/storage/redis.ts';
 import { RedisScript } from '../../src/storage/redis-script.ts';
+import { taskStoreContract } from '../bridges/a2a/task-store-contract.ts';
 import { followStoreContract } from '../bridges/mcp/follow-store-contract.ts';
 import { deliveryQueueContract } from '../bridges/webhooks/delivery-queue-contract.ts';
 import { deliveryRateLimitContract } from '../bridges/webhooks/delivery-rate-limit-contract.ts';
@@ -98,3 +100,4 @@ subscriptionStoreContract('redis (declared keys)', () => new RedisSubscriptionSt
 deliveryRateLimitContract('redis (declared keys)', () => new RedisDeliveryRateLimit(fresh()));
 followStoreContract('redis (declared keys)', (limits) => new RedisFollowStore(fresh(), limits));
 deliveryQueueContract('redis (declared keys)', () => new RedisDeliveryQueue(fresh()));
+taskStoreContract('redis (declared keys)', (limits) => new RedisTaskStore(fresh(), limits));
