@@ -84,10 +84,15 @@ backends:
   return profiled ?? spawnWithUrl(join(root, 'bin/proto-gateway'), args);
 }
 
+let gatewayRuns = 0;
+
 /** The gateway's deliveries/s and latency with `subscriptions` subscriptions. */
 async function gatewayRun(dir: string, receiver: string, subscriptions: number): Promise<{ perSecond: number; total: number; p50: number | null; p99: number | null; cpuMsPerDelivery: number }> {
   const source = await spawnWithUrl(process.execPath, [join(root, 'bench/support/event-source.ts')]);
-  const gateway = await startGateway(dir, source.url, `gateway-${subscriptions}`);
+  // A database of its own per run: a later round on an earlier round's file had that round's
+  // subscriptions too (twice the deliveries per event) and its follower cursor past the new
+  // source's positions (the paced events waited for the burst).
+  const gateway = await startGateway(dir, source.url, `gateway-${subscriptions}-${++gatewayRuns}`);
   await until(() => getJson<{ streams: number }>(`${source.url}/__stats`), (s) => s.streams > 0);
   for (let s = 0; s < subscriptions; s++) {
     const created = await post(`${gateway.url}/subscriptions`, { webhook: { url: `${receiver}/hook/${s}`, secret: SECRET } });
