@@ -52,11 +52,11 @@ export class MemoryCommandStore implements CommandStore {
 
   async acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]> {
     this.#assertOpen();
-    return items.map(({ record, entry, leaseMs }) => {
+    return items.map(({ record, entry, leaseMs, commandJson }) => {
       const live = this.#live(record.id, nowMs);
       if (live) return { holder: copy(live) };
       this.#records.set(record.id, copy(record));
-      const stored = this.#insert(entry);
+      const stored = this.#insert(entry, commandJson);
       if (leaseMs !== undefined) {
         // Claimed in the same step, as claimDue would: due again only when the lease runs out.
         stored.nextAttemptMs = nowMs + leaseMs;
@@ -170,8 +170,9 @@ export class MemoryCommandStore implements CommandStore {
     return record && record.expiresMs > nowMs ? record : undefined;
   }
 
-  #insert(entry: NewOutboxEntry): OutboxEntry {
-    const stored: OutboxEntry = { ...copy(entry), seq: ++this.#lastSeq };
+  /** Stores a copy of `entry` (`commandJson`: its envelope's JSON, when already made; every other field is a primitive). */
+  #insert(entry: NewOutboxEntry, commandJson = JSON.stringify(entry.command)): OutboxEntry {
+    const stored: OutboxEntry = { ...entry, command: JSON.parse(commandJson) as OutboxEntry['command'], seq: ++this.#lastSeq };
     this.#outbox.set(stored.seq, stored);
     return stored;
   }
