@@ -73,9 +73,11 @@ export class Admission {
    * verifiers after them (`verifiers`/`challenges`: a new OAuth2 identity; left as they are when
    * undefined), the stream pool's bounds. The streams of every key that was removed or changed (its
    * secret or its scopes) are ended; when `auth.type` changes, every key's and the anonymous
-   * caller's are. Returns the principal ids whose streams were ended.
+   * caller's are; with `endTokenStreams` (the `auth.oauth2` settings changed), every caller's that
+   * came with a token; a new key's id ends a token caller's of that id (a token may not claim it).
+   * Returns the principal ids whose streams were ended.
    */
-  reconfigure(options: Omit<AdmissionOptions, 'metrics'>): string[] {
+  reconfigure(options: Omit<AdmissionOptions, 'metrics'> & { endTokenStreams?: boolean }): string[] {
     const { auth, sse } = options.config;
     const before = this.#auth;
     if (options.verifiers !== undefined) this.#verifiers = [apiKeyVerifier(auth), ...options.verifiers];
@@ -85,7 +87,10 @@ export class Admission {
     this.#challenge = challengeOf(auth);
     this.streams.resize(sse.maxConnections, sse.maxConnectionsPerPrincipal);
     const revoked = revokedPrincipals(before, auth);
+    const known = new Set(before.keys.map((key) => key.id));
+    for (const key of auth.keys) if (!known.has(key.id) && this.streams.heldBy(key.id) > 0) revoked.push(key.id);
     for (const id of revoked) this.streams.revoke(id);
+    if (options.endTokenStreams) for (const id of this.streams.revokeTokens()) if (!revoked.includes(id)) revoked.push(id);
     return revoked;
   }
 

@@ -14,6 +14,13 @@ export interface Principal {
   scopes: ReadonlySet<Scope>;
   /** Values of the identity provider's scope claim, as the token carried them (per-caller `access` rules); absent for keys. */
   grants?: ReadonlySet<string>;
+  /**
+   * Set when the caller proved itself with an identity provider's token rather than a configured
+   * key: the instant (epoch ms) the token stops being accepted (its `exp` plus the clock
+   * tolerance), or `Infinity` for a token without `exp`. A stream it opens ends then, and when a
+   * reload changes `auth.oauth2`. Absent for keys (valid until a reload removes or changes them).
+   */
+  tokenExpiresAtMs?: number;
 }
 
 /** What a caller presented, in a transport-neutral form: lower-case header (or metadata) names. */

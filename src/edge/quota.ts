@@ -10,8 +10,11 @@
  * The anonymous principal of `auth.type: none` stands for every caller at once, so only the global
  * bound applies to it.
  *
- * A slot taken with an `end` callback can be revoked: when a reload removes a key (or changes it),
- * `revoke` calls the `end` of every slot its principal holds, so streams it opened close at once.
+ * A slot taken with an `end` callback can be ended from outside: when a reload removes a key (or
+ * changes it), `revoke` calls the `end` of every slot its principal holds, so streams it opened close
+ * at once; `revokeTokens` does so for every caller that came with an identity provider's token (a
+ * reload changed `auth.oauth2`). A token's slot also ends by itself when the token expires
+ * (`Principal.tokenExpiresAtMs`): a stream never outlives the credential that opened it.
  * A reload changes the bounds with `resize`; slots already held are kept (a smaller pool only
  * refuses new ones until enough end).
  */
@@ -23,6 +26,19 @@ import { ANONYMOUS, type Principal } from './credentials.ts';
 export interface Slot {
   release(): void;
 }
+
+/** Why a slot was ended from outside: its credential was revoked by a reload, or its token expired. */
+export type SlotEnd = 'revoked' | 'expired';
+
+/** What ends one held slot (a stream closing, which then releases it). */
+interface Holder {
+  end(reason: SlotEnd): void;
+  /** True when its principal came with a token (`tokenExpiresAtMs` set). */
+  token: boolean;
+}
+
+/** `setTimeout`'s longest delay; a later expiry is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** How one pool is bounded and how it refuses. */
 export interface QuotaLimits {
@@ -47,8 +63,8 @@ export class QuotaPool {
   #limits: QuotaLimits;
   readonly #metrics: AdmissionMetrics;
   readonly #perPrincipal = new Map<string, number>();
-  /** The `end` callbacks of the held slots, by principal id. */
-  readonly #ends = new Map<string, Set<() => void>>();
+  /** What ends each held slot taken with an `end` callback, by principal id. */
+  readonly #ends = new Map<string, Set<Holder>>();
   #size = 0;
 
   constructor(limits: QuotaLimits, metrics: AdmissionMetrics) {
@@ -81,16 +97,31 @@ export class QuotaPool {
    * revoked); returns how many. Each `end` is expected to release its slot.
    */
   revoke(principalId: string): number {
-    const ends = [...(this.#ends.get(principalId) ?? [])];
-    for (const end of ends) end();
-    return ends.length;
+    const holders = [...(this.#ends.get(principalId) ?? [])];
+    for (const holder of holders) holder.end('revoked');
+    return holders.length;
+  }
+
+  /**
+   * Ends every slot held by a caller that came with a token (the identity provider's settings
+   * changed: its tokens are checked anew when it comes back); returns those principals' ids.
+   */
+  revokeTokens(): string[] {
+    const ids: string[] = [];
+    for (const [id, holders] of [...this.#ends]) {
+      const tokens = [...holders].filter((holder) => holder.token);
+      if (tokens.length > 0) ids.push(id);
+      for (const holder of tokens) holder.end('revoked');
+    }
+    return ids;
   }
 
   /**
    * Takes a slot for `principal`, or throws the pool's refusal (nothing is taken then). `end`, when
-   * given, is called by `revoke` to end what holds the slot (a stream closes; it then releases).
+   * given, is called by `revoke`, `revokeTokens` or the token's expiry to end what holds the slot
+   * (a stream closes; it then releases); never synchronously from `take`.
    */
-  take(principal: Principal, end?: () => void): Slot {
+  take(principal: Principal, end?: (reason: SlotEnd) => void): Slot {
     const limits = this.#limits;
     const counted = principal !== ANONYMOUS;
     if (this.#size >= limits.max) {
@@ -111,29 +142,34 @@ export class QuotaPool {
     if (counted) this.#perPrincipal.set(principal.id, this.heldBy(principal.id) + 1);
     this.#metrics.held(limits.name, 1);
     let released = false;
-    const ended = end && (() => {
-      if (!released) end();
-    });
-    if (ended) this.#holding(principal.id).add(ended);
+    const holder: Holder | undefined = end && {
+      token: principal.tokenExpiresAtMs !== undefined,
+      end: (reason) => {
+        if (!released) end(reason);
+      },
+    };
+    if (holder) this.#holding(principal.id).add(holder);
+    const expiry = holder && endAtExpiry(principal.tokenExpiresAtMs, holder);
     return {
       release: () => {
         if (released) return;
         released = true;
-        if (ended) this.#forgetEnd(principal.id, ended);
+        if (expiry) clearTimeout(expiry.timer);
+        if (holder) this.#forgetEnd(principal.id, holder);
         this.#release(counted ? principal.id : undefined);
       },
     };
   }
 
-  #holding(principalId: string): Set<() => void> {
+  #holding(principalId: string): Set<Holder> {
     let ends = this.#ends.get(principalId);
     if (!ends) this.#ends.set(principalId, (ends = new Set()));
     return ends;
   }
 
-  #forgetEnd(principalId: string, end: () => void): void {
+  #forgetEnd(principalId: string, holder: Holder): void {
     const ends = this.#ends.get(principalId);
-    ends?.delete(end);
+    ends?.delete(holder);
     if (ends?.size === 0) this.#ends.delete(principalId);
   }
 
@@ -145,4 +181,21 @@ export class QuotaPool {
     if (left > 0) this.#perPrincipal.set(principalId, left);
     else this.#perPrincipal.delete(principalId);
   }
+}
+
+/**
+ * Ends `holder` with `expired` once `atMs` has passed (in steps when it is further off than a timer
+ * can wait; an already past instant still ends it on a later turn, never inside `take`). No timer
+ * for a principal without a token or a token without `exp`.
+ */
+function endAtExpiry(atMs: number | undefined, holder: Holder): { timer: NodeJS.Timeout } | undefined {
+  if (atMs === undefined || atMs === Infinity) return undefined;
+  const expiry = {} as { timer: NodeJS.Timeout };
+  const arm = (): void => {
+    const wait = atMs - Date.now();
+    expiry.timer = setTimeout(() => (Date.now() >= atMs ? holder.end('expired') : arm()), Math.min(Math.max(wait, 0), MAX_TIMER_MS));
+    expiry.timer.unref();
+  };
+  arm();
+  return expiry;
 }

@@ -5,8 +5,17 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-const ALLOWED_HEADERS = 'Authorization, Content-Type, X-Api-Key, X-Request-Id, Last-Event-ID, traceparent';
-const EXPOSED_HEADERS = 'X-Request-Id, Retry-After';
+/**
+ * What a page may send: credentials, trace context, the stream's resume point, and the headers of
+ * the agent protocols a browser client speaks (MCP Streamable HTTP: the protocol version, the
+ * session, the 2026 revision's method and name; A2A: its version and extensions).
+ */
+const ALLOWED_HEADERS = [
+  'Authorization', 'Content-Type', 'Accept', 'X-Api-Key', 'X-Request-Id', 'Last-Event-ID', 'traceparent', 'tracestate',
+  'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'A2A-Version', 'A2A-Extensions', 'X-A2A-Extensions',
+].join(', ');
+/** What a page may read: the request id, when to retry, a 401's challenge (where to get a token), an MCP session's id. */
+const EXPOSED_HEADERS = 'X-Request-Id, Retry-After, WWW-Authenticate, Mcp-Session-Id, Mcp-Protocol-Version';
 
 export interface Cors {
   /** Adds the CORS headers for this request's origin, if it is allowed. */

@@ -80,12 +80,13 @@ function authStep(parts: Reloadables): ReloadStep {
     apply: async (next, previous) => {
       // The identity also reserves the key ids (a token may not claim one): new keys, new identity.
       const keyIds = (config: GatewayConfig) => config.auth.keys.map((key) => key.id).sort().join();
-      const oauth2Changed = JSON.stringify(next.auth.oauth2) !== JSON.stringify(previous.auth.oauth2) || keyIds(next) !== keyIds(previous);
-      const identity = parts.replaceIdentity && oauth2Changed ? await parts.replaceIdentity(next) : {};
+      const oauth2Changed = JSON.stringify(next.auth.oauth2) !== JSON.stringify(previous.auth.oauth2);
+      const identity = parts.replaceIdentity && (oauth2Changed || keyIds(next) !== keyIds(previous)) ? await parts.replaceIdentity(next) : {};
       // The scheme (type, header, query parameter) needs a restart: only the keys and OAuth2 settings change here.
       const auth = { ...parts.boot.auth, keys: next.auth.keys, ...(next.auth.oauth2 && { oauth2: next.auth.oauth2 }) };
-      const revoked = parts.admission.reconfigure({ config: { auth, sse: next.sse, mcp: next.mcp }, ...identity });
-      if (revoked.length > 0) parts.logger.warn({ principals: revoked }, 'keys removed or changed by the reload: refused from now on, their streams ended');
+      // New provider settings: a token accepted under the old ones is checked anew when its stream reconnects.
+      const revoked = parts.admission.reconfigure({ config: { auth, sse: next.sse, mcp: next.mcp }, ...identity, endTokenStreams: oauth2Changed });
+      if (revoked.length > 0) parts.logger.warn({ principals: revoked }, 'credentials removed or changed by the reload: refused from now on, their streams ended');
     },
   };
 }

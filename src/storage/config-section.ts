@@ -98,6 +98,9 @@ export const storageSection: ConfigSection<'storage'> = {
     if (redis.sentinels !== undefined) report(['storage', 'redis', 'cluster'], 'cannot be combined with storage.redis.sentinels');
     if (typeof redis.waitReplicas === 'number' && redis.waitReplicas > 0) report(['storage', 'redis', 'cluster'], 'cannot be combined with storage.redis.waitReplicas (yet)');
     if (redis.waitAof === true) report(['storage', 'redis', 'cluster'], 'cannot be combined with storage.redis.waitAof (yet)');
+    // A cluster has only database 0: a URL naming another would be ignored, and gateways kept apart by it would share keys.
+    const database = databaseOf(asMap(config.storage).url);
+    if (database !== undefined && database !== 0) report(['storage', 'url'], `names database ${database}, but a Redis Cluster (storage.redis.cluster) has only database 0: keep gateways apart with storage.prefix`);
   },
   defaults(value, context): StorageConfig {
     const raw = asMap(value);
@@ -110,6 +113,13 @@ export const storageSection: ConfigSection<'storage'> = {
     };
   },
 };
+
+/** The database number a Redis URL names (its path), 0 when none; undefined when it is not a URL. */
+function databaseOf(url: unknown): number | undefined {
+  if (typeof url !== 'string' || !URL.canParse(url)) return undefined;
+  const path = new URL(url).pathname.replace(/^\//, '');
+  return path === '' ? 0 : Number(path);
+}
 
 function redisSettings(raw: RawMap): StorageConfig['redis'] {
   return {

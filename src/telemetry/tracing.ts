@@ -223,6 +223,31 @@ export function startDeliverySpan(transport: string, destination: string, event:
   });
 }
 
+/**
+ * Runs one HTTP delivery attempt (a webhook, an A2A push notification) in `span`: `post` is given
+ * the span's `traceparent` to send, so the receiver continues the delivery's trace (undefined when
+ * tracing is off); the answer's status, or the failure, is recorded and the span ended.
+ */
+export function tracedAttempt<R extends { status?: number }>(span: Span, post: (traceparent: string | undefined) => Promise<R>): Promise<R> {
+  const traceparent = traceparentOf(span);
+  if (traceparent === undefined) return post(undefined);
+  return post(traceparent).then(
+    (response) => {
+      annotate(span, () => ({
+        ...(response.status !== undefined && { 'http.response.status_code': response.status }),
+        ...((response.status === undefined || response.status >= 400) && { 'error.type': response.status === undefined ? 'unreachable' : String(response.status) }),
+      }));
+      span.end();
+      return response;
+    },
+    (err: unknown) => {
+      failSpan(span, err);
+      span.end();
+      throw err;
+    },
+  );
+}
+
 /** Records one delivery of `event` on a stream (SSE, gRPC, MCP, A2A): a span started and ended at the write. */
 export function recordDelivery(transport: string, destination: string, event: DeliveredEvent): void {
   startDeliverySpan(transport, destination, () => event).end();

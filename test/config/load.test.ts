@@ -236,6 +236,15 @@ describe('problems are reported at their line and column', () => {
     expect((await loadConfig(await writeConfig(cluster))).storage.redis.cluster).toEqual([{ host: '127.0.0.1', port: 7000 }]);
   });
 
+  it('storage.redis.cluster with a storage.url naming a database other than 0 (a cluster has only 0); /0 or none loads', async () => {
+    const cluster = (url: string) => `storage:\n  driver: redis\n  url: ${url}\n  redis:\n    cluster: [{ host: 127.0.0.1, port: 7000 }]\n`;
+    expect((await problemsOf(cluster('redis://127.0.0.1:7000/3'))).map((p) => p.message)).toEqual([
+      'storage.url: names database 3, but a Redis Cluster (storage.redis.cluster) has only database 0: keep gateways apart with storage.prefix',
+    ]);
+    expect((await loadConfig(await writeConfig(cluster('redis://127.0.0.1:7000/0')))).storage.url).toBe('redis://127.0.0.1:7000/0');
+    expect((await loadConfig(await writeConfig(cluster('redis://127.0.0.1:7000')))).storage.url).toBe('redis://127.0.0.1:7000');
+  });
+
   it('a bad enum value', async () => {
     expect(where(await problemsOf('storage:\n  driver: postgres\n'))).toEqual([[2, 11, 'storage.driver: must be one of "sqlite", "memory", "redis"']]);
   });

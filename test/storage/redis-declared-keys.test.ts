@@ -6,7 +6,9 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { RedisTaskStore } from '../../src/bridges/a2a/redis-task-store.ts';
 import { RedisFollowStore } from '../../src/bridges/mcp/redis-follow-store.ts';
+import { RedisDeliveryQueue } from '../../src/bridges/webhooks/redis-delivery-queue.ts';
 import { RedisDeliveryRateLimit } from '../../src/bridges/webhooks/redis-delivery-rate-limit.ts';
 import { RedisSubscriptionStore } from '../../src/bridges/webhooks/redis-subscription-store.ts';
 import { RedisRateLimiter } from '../../src/commands/redis-rate-limit.ts';
@@ -16,7 +18,9 @@ import { RedisEventLog } from '../../src/log/redis.ts';
 import { RedisRegistryStore } from '../../src/registry/redis-registry-store.ts';
 import { taggedPrefix, type RedisStoreOptions } from '../../src/storage/redis.ts';
 import { RedisScript } from '../../src/storage/redis-script.ts';
+import { taskStoreContract } from '../bridges/a2a/task-store-contract.ts';
 import { followStoreContract } from '../bridges/mcp/follow-store-contract.ts';
+import { deliveryQueueContract } from '../bridges/webhooks/delivery-queue-contract.ts';
 import { deliveryRateLimitContract } from '../bridges/webhooks/delivery-rate-limit-contract.ts';
 import { subscriptionStoreContract } from '../bridges/webhooks/subscription-store-contract.ts';
 import { commandStoreContract, idempotencyContract, outboxContract } from '../commands/store-contract.ts';
@@ -95,3 +99,5 @@ registryStoreContract('redis (declared keys)', () => new RedisRegistryStore(fres
 subscriptionStoreContract('redis (declared keys)', () => new RedisSubscriptionStore(fresh()));
 deliveryRateLimitContract('redis (declared keys)', () => new RedisDeliveryRateLimit(fresh()));
 followStoreContract('redis (declared keys)', (limits) => new RedisFollowStore(fresh(), limits));
+deliveryQueueContract('redis (declared keys)', () => new RedisDeliveryQueue(fresh()));
+taskStoreContract('redis (declared keys)', (limits) => new RedisTaskStore(fresh(), limits));

@@ -237,7 +237,7 @@ async function answerCall(ctx: RequestContext, request: JsonRpcRequest, endpoint
   if (!(Symbol.asyncIterator in result)) return { status: 200, body: result };
   let slot;
   try {
-    // A reload that revokes the caller's key ends the stream: the connection is cut.
+    // A reload that revokes the caller's credentials, or its token's expiry, ends the stream: the connection is cut.
     slot = admission.streams.take(ctx.principal, () => ctx.res.destroy());
   } catch (err) {
     // Nothing runs for a refused stream: the generator is closed before its first step.

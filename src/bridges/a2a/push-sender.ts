@@ -13,6 +13,7 @@ import { V1PushNotificationSerializer, type PushNotificationSender, type PushNot
 import type { Logger } from 'pino';
 import type { DeliveryResponse } from '../../egress/delivery-client.ts';
 import { judgeAttempt } from '../../egress/retry-policy.ts';
+import { messagingAttributes, serverAttributes, SpanKind, startSpan, tracedAttempt, type Span } from '../../telemetry/tracing.ts';
 
 /** Retries of one notification at most (the first entries of `webhooks.retry.schedule`). */
 export const MAX_RETRIES = 3;
@@ -60,7 +61,8 @@ export class GuardedPushSender implements PushNotificationSender {
     if (configs.length === 0) return;
     const { body, contentType } = this.#serializer.serialize(update, task);
     const owner = context.user?.userName ?? 'unknown';
-    for (const config of configs) this.#enqueue(taskId, owner, config, body, contentType);
+    const kind = update.payload?.$case ?? 'task';
+    for (const config of configs) this.#enqueue(taskId, owner, config, kind, body, contentType);
   }
 
   /** Notifications waiting now, overall or of one principal's tasks. */
@@ -73,7 +75,7 @@ export class GuardedPushSender implements PushNotificationSender {
     this.#stop.abort();
   }
 
-  #enqueue(taskId: string, owner: string, config: TaskPushNotificationConfig, body: string, contentType: string): void {
+  #enqueue(taskId: string, owner: string, config: TaskPushNotificationConfig, kind: string, body: string, contentType: string): void {
     const full: 'global' | 'principal' | undefined = this.#pending >= this.#options.maxPending ? 'global'
       : this.pending(owner) >= this.#options.maxPendingPerPrincipal ? 'principal' : undefined;
     if (full !== undefined) {
@@ -84,7 +86,7 @@ export class GuardedPushSender implements PushNotificationSender {
     this.#pending += 1;
     this.#pendingOf.set(owner, this.pending(owner) + 1);
     const previous = this.#chains.get(taskId) ?? Promise.resolve();
-    const next = previous.then(() => this.#deliver(config, body, contentType)).finally(() => {
+    const next = previous.then(() => this.#deliver(config, kind, body, contentType)).finally(() => {
       this.#pending -= 1;
       const left = this.pending(owner) - 1;
       if (left > 0) this.#pendingOf.set(owner, left);
@@ -95,10 +97,12 @@ export class GuardedPushSender implements PushNotificationSender {
   }
 
   /** Posts one notification, retrying per the schedule; never throws. */
-  async #deliver(config: TaskPushNotificationConfig, body: string, contentType: string): Promise<void> {
+  async #deliver(config: TaskPushNotificationConfig, kind: string, body: string, contentType: string): Promise<void> {
     const schedule = this.#options.retryScheduleMs.slice(0, MAX_RETRIES);
     for (let attempt = 1; !this.#stop.signal.aborted; attempt++) {
-      const result = await this.#options.post(config.url, headersOf(config, contentType), body, this.#stop.signal);
+      const headers = headersOf(config, contentType);
+      const result = await tracedAttempt(pushSpan(config, kind, attempt), (traceparent) =>
+        this.#options.post(config.url, traceparent === undefined ? headers : { ...headers, traceparent }, body, this.#stop.signal));
       const verdict = judgeAttempt(result, attempt, schedule, Date.now());
       if (verdict.kind === 'succeeded') return this.#options.onOutcome('delivered');
       if (verdict.outcome.status !== 'pending' || result.refusal !== undefined) break;
@@ -107,6 +111,27 @@ export class GuardedPushSender implements PushNotificationSender {
     this.#options.logger.warn({ taskId: config.taskId, configId: config.id }, 'a2a push notification not delivered');
     this.#options.onOutcome('failed');
   }
+}
+
+/**
+ * The span of one push attempt (`deliver a2a-push`, a producer span of its own trace, as a webhook
+ * attempt's): the task, the update's kind, the target's host and port (never its URL, which may
+ * hold a secret).
+ */
+function pushSpan(config: TaskPushNotificationConfig, kind: string, attempt: number): Span {
+  return startSpan('deliver a2a-push', {
+    kind: SpanKind.PRODUCER,
+    root: true,
+    attributes: () => ({
+      ...messagingAttributes('send', 'deliver', config.taskId),
+      'proto.delivery.transport': 'a2a-push',
+      'proto.delivery.attempt': attempt,
+      'proto.a2a.task.id': config.taskId,
+      'proto.a2a.update': kind,
+      'http.request.method': 'POST',
+      ...serverAttributes(config.url),
+    }),
+  });
 }
 
 function headersOf(config: TaskPushNotificationConfig, contentType: string): Record<string, string> {

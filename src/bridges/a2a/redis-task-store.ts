@@ -13,13 +13,16 @@
  *   by the expiry of their configs; `P a2a:pushowned:{principal}` sorted set of `{task key}\n{config id}`
  *   by expiry, for `maxPushConfigsPerPrincipal`.
  * A save (with its expiry, trims and the push configs following the task) is one Lua script, as is
- * a push-config save with its bounds. Same limits as the other adapters, same contract suite.
+ * a push-config save with its bounds. Every script declares every key it touches in `KEYS` (ready
+ * for a Redis Cluster): the save is given the tasks it may forget with their owners, and answers
+ * which it must forget when it was not given them (then runs again). Same limits as the other
+ * adapters, same contract suite.
  */
 import type { Redis } from 'ioredis';
 import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
-import { whileRedisAnswers } from '../../storage/redis-errors.ts';
+import { storeUnavailable, whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
 import { bound, ownerOf, tasksExhausted, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
 import { listPage, taskScope } from './task-list.ts';
@@ -27,58 +30,85 @@ import { listPage, taskScope } from './task-list.ts';
 /** Where the store connects. */
 export type RedisTaskStoreOptions = RedisStoreOptions;
 
-/**
- * Lua shared by the scripts. KEYS[1..7]: tasks, saved, expiry, seq, owner, pushexpiry, claimed.
- * ARGV[1] the key prefix of the store (`P a2a:`). Task keys are `{scope}\n{id}`.
- */
-const FORGET = `
-local P = ARGV[1]
-local function forgetPush(key, owner)
-  local push = P .. 'push:' .. key
-  if owner then
-    for _, id in ipairs(redis.call('HKEYS', push)) do redis.call('ZREM', P .. 'pushowned:' .. owner, key .. '\\n' .. id) end
-  end
-  redis.call('DEL', push)
-  redis.call('ZREM', KEYS[6], key)
-end
-local function forget(key)
-  local scope = string.match(key, '^(.*)\\n[^\\n]*$')
-  local owner = redis.call('HGET', KEYS[5], key)
-  redis.call('HDEL', KEYS[1], key)
-  redis.call('ZREM', KEYS[2], key)
-  redis.call('ZREM', KEYS[3], key)
-  redis.call('ZREM', KEYS[7], key)
-  if scope then redis.call('ZREM', P .. 'scope:' .. scope, key) end
-  if owner then redis.call('ZREM', P .. 'owned:' .. owner, key) end
-  forgetPush(key, owner)
-  redis.call('HDEL', KEYS[5], key)
-end
-local function expire(now)
-  for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)) do forget(key) end
-  for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)) do
-    if redis.call('HEXISTS', KEYS[1], key) == 0 then
-      forgetPush(key, redis.call('HGET', KEYS[5], key))
-      redis.call('HDEL', KEYS[5], key)
-    end
-  end
-end
-`;
+/** The tasks expiring first that a save names for the next save to declare. */
+const HINTED_EXPIRIES = 2;
 
 /**
- * Save ARGV[2] (task key) as ARGV[3] expiring at ARGV[4] for owner ARGV[6], unless it is new and
+ * Save ARGV[1] (task key) as ARGV[2] expiring at ARGV[3] for owner ARGV[5], unless it is new and
  * the store is full of other owners' tasks (then nothing is saved: {'full', soonest expiry}). First
- * drop what expired at ARGV[5]; room within ARGV[7] (`maxTasks`) comes from ownerless keys (written
+ * drop what expired at ARGV[4]; room within ARGV[6] (`maxTasks`) comes from ownerless keys (written
  * by an older gateway: no `owner` entry), oldest first, then the owner's own oldest; the owner's
- * oldest beyond ARGV[8] (`maxTasksPerPrincipal`) go too. Its push configs follow the task's expiry.
+ * oldest beyond ARGV[7] (`maxTasksPerPrincipal`) go too. Its push configs follow the task's expiry.
+ *
+ * Declares every key: KEYS[1..7] tasks, saved, expiry, seq, owner, pushexpiry, claimed; KEYS[8..11]
+ * the saved task's owner's tasks, its scope's tasks, its push configs, its owner's push configs;
+ * then, per task the save may forget (ARGV[8] of them, ARGV[9..] its key and recorded owner, ''
+ * for none), its scope's tasks, its owner's tasks, its push configs and its owner's push configs
+ * (the saved keys set in place of a key it does not have). Before each step that forgets tasks (the
+ * expired ones, then those the bounds drop) the script checks each was declared with its recorded
+ * owner; when one was not, it changes nothing in that step and answers {'retry', key, owner, ...}
+ * (every task that step forgets), and the caller runs it again with them. A save answers
+ * {'saved', key, owner, ...}: the tasks the next save will likely forget (`hint` below), which the
+ * caller declares in its next save's first run, so a store at its bound or expiring tasks as it
+ * goes usually saves in one run.
  */
-const SAVE = new RedisScript(`${FORGET}
-local key, expiresAt, owner = ARGV[2], tonumber(ARGV[4]), ARGV[6]
-local maxTasks, perOwner = tonumber(ARGV[7]), tonumber(ARGV[8])
-local owned = P .. 'owned:' .. owner
-expire(ARGV[5])
+const SAVE = new RedisScript(`
+local key, json, expiresAt, now, owner = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local maxTasks, perOwner = tonumber(ARGV[6]), tonumber(ARGV[7])
+local owned, scopeKey, push, pushOwned = KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+local F, ki = {}, 12
+for i = 9, 8 + 2 * tonumber(ARGV[8]), 2 do
+  F[ARGV[i]] = { owner = ARGV[i + 1], scope = KEYS[ki], owned = KEYS[ki + 1], push = KEYS[ki + 2], pushOwned = KEYS[ki + 3] }
+  ki = ki + 4
+end
+-- {'retry', key, owner, ...} for the tasks \`keys\` when one is not declared with its recorded owner, else nil.
+local function undeclared(keys)
+  local answer, all = {'retry'}, true
+  for _, k in ipairs(keys) do
+    local o = redis.call('HGET', KEYS[5], k) or ''
+    table.insert(answer, k)
+    table.insert(answer, o)
+    if not F[k] or F[k].owner ~= o then all = false end
+  end
+  if all then return nil end
+  return answer
+end
+local function forgetPush(k)
+  local f = F[k]
+  if f.owner ~= '' then
+    for _, id in ipairs(redis.call('HKEYS', f.push)) do redis.call('ZREM', f.pushOwned, k .. '\\n' .. id) end
+  end
+  redis.call('DEL', f.push)
+  redis.call('ZREM', KEYS[6], k)
+end
+local function forget(k)
+  local f = F[k]
+  redis.call('HDEL', KEYS[1], k)
+  redis.call('ZREM', KEYS[2], k)
+  redis.call('ZREM', KEYS[3], k)
+  redis.call('ZREM', KEYS[7], k)
+  redis.call('ZREM', f.scope, k)
+  if f.owner ~= '' then redis.call('ZREM', f.owned, k) end
+  forgetPush(k)
+  redis.call('HDEL', KEYS[5], k)
+end
+-- The expired tasks, and the push configs whose task is gone and whose expiry passed.
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+local pushExpired = {}
+for _, k in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', now)) do
+  if redis.call('HEXISTS', KEYS[1], k) == 0 then table.insert(pushExpired, k) end
+end
+local retry = undeclared(expired) or undeclared(pushExpired)
+if retry then return retry end
+for _, k in ipairs(expired) do forget(k) end
+for _, k in ipairs(pushExpired) do
+  forgetPush(k)
+  redis.call('HDEL', KEYS[5], k)
+end
 local isNew = redis.call('HEXISTS', KEYS[1], key) == 0
 local own = redis.call('ZCARD', owned)
-if redis.call('ZSCORE', owned, key) then own = own - 1 end
+local before = redis.call('ZSCORE', owned, key)
+if before then own = own - 1 end
 local ownDrop = math.max(0, own + 1 - perOwner)
 local total = redis.call('ZCARD', KEYS[2])
 if isNew then total = total + 1 end
@@ -107,33 +137,52 @@ if isNew and need - ownMore > 0 then
   local soonest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   return {'full', soonest[2] or '0'}
 end
+-- The owner's other keys, least recently saved first: by expiry (this key at its new one), ties
+-- (saves in one ms) by save number. The key is put at its new expiry only to find them, and back.
+local drop, oldest = ownDrop + ownMore, {}
+if drop > 0 then
+  redis.call('ZADD', owned, expiresAt, key)
+  local bound = redis.call('ZRANGE', owned, drop, drop, 'WITHSCORES')
+  local candidates = {}
+  for _, k in ipairs(redis.call('ZRANGEBYSCORE', owned, '-inf', bound[2])) do
+    if k ~= key then table.insert(candidates, { k, tonumber(redis.call('ZSCORE', KEYS[2], k) or '0') }) end
+  end
+  if before then redis.call('ZADD', owned, before, key) else redis.call('ZREM', owned, key) end
+  table.sort(candidates, function(a, b) return a[2] < b[2] end)
+  for i = 1, math.min(drop, #candidates) do table.insert(oldest, candidates[i][1]) end
+end
+retry = undeclared(ownerless) or undeclared(oldest)
+if retry then return retry end
 local seq = redis.call('INCR', KEYS[4])
-local scope = string.match(key, '^(.*)\\n[^\\n]*$')
-redis.call('HSET', KEYS[1], key, ARGV[3])
+redis.call('HSET', KEYS[1], key, json)
 redis.call('ZADD', KEYS[2], seq, key)
 redis.call('ZADD', KEYS[7], seq, key)
 redis.call('ZADD', KEYS[3], expiresAt, key)
-redis.call('ZADD', P .. 'scope:' .. scope, seq, key)
+redis.call('ZADD', scopeKey, seq, key)
 redis.call('HSET', KEYS[5], key, owner)
-local push = P .. 'push:' .. key
 if redis.call('EXISTS', push) == 1 then
   redis.call('ZADD', KEYS[6], 'GT', expiresAt, key)
-  for _, id in ipairs(redis.call('HKEYS', push)) do redis.call('ZADD', P .. 'pushowned:' .. owner, 'GT', expiresAt, key .. '\\n' .. id) end
+  for _, id in ipairs(redis.call('HKEYS', push)) do redis.call('ZADD', pushOwned, 'GT', expiresAt, key .. '\\n' .. id) end
 end
 redis.call('ZADD', owned, expiresAt, key)
 for _, k in ipairs(ownerless) do forget(k) end
--- The owner's other keys, least recently saved first: by expiry, ties (saves in one ms) by save number.
-local drop = ownDrop + ownMore
-if drop > 0 then
-  local bound = redis.call('ZRANGE', owned, drop, drop, 'WITHSCORES')
-  local oldest = {}
-  for _, k in ipairs(redis.call('ZRANGEBYSCORE', owned, '-inf', bound[2])) do
-    if k ~= key then table.insert(oldest, { k, tonumber(redis.call('ZSCORE', KEYS[2], k) or '0') }) end
-  end
-  table.sort(oldest, function(a, b) return a[2] < b[2] end)
-  for i = 1, math.min(drop, #oldest) do forget(oldest[i][1]) end
+for _, k in ipairs(oldest) do forget(k) end
+-- What the next save will likely forget, for the caller to declare in its first run: when this
+-- save forgot expired tasks, the tasks that expire first; when it dropped the owner's own, the
+-- owner's next oldest. A save that forgot nothing names nothing (and costs nothing more).
+local hints = {'saved'}
+local function hint(k)
+  table.insert(hints, k)
+  table.insert(hints, redis.call('HGET', KEYS[5], k) or '')
 end
-return 'saved'`);
+if #expired > 0 then
+  for _, k in ipairs(redis.call('ZRANGE', KEYS[3], 0, ${HINTED_EXPIRIES - 1})) do hint(k) end
+end
+if drop > 0 then
+  local nextOwn = redis.call('ZRANGE', owned, 0, 0)[1]
+  if nextOwn and nextOwn ~= key then hint(nextOwn) end
+end
+return hints`);
 
 /**
  * Save push config ARGV[3] = ARGV[4] of task key ARGV[2] for owner ARGV[6] at time ARGV[5], expiring
@@ -178,12 +227,17 @@ return 1`);
 
 const STORE = 'the A2A task store (Redis)';
 
+/** Runs of `SAVE` (and of `SAVE_PUSH`) at most for one save (each after another replica changed what it reads). */
+const SAVE_TRIES = 8;
+
 /** A bounded, expiring task store on Redis. */
 export class RedisTaskStore implements GatewayTaskStore {
   readonly #options: RedisTaskStoreOptions;
   readonly #limits: TaskStoreLimits;
   readonly #prefix: string;
   readonly #keys: { tasks: string; saved: string; expiry: string; seq: string; owner: string; pushExpiry: string; claimed: string };
+  /** The tasks (key → owner) the last save named as likely forgotten by the next one. */
+  #hints = new Map<string, string>();
   #client: Redis | undefined;
 
   constructor(options: RedisTaskStoreOptions, limits: TaskStoreLimits) {
@@ -199,16 +253,32 @@ export class RedisTaskStore implements GatewayTaskStore {
     this.#client ??= await connectStore(this.#options);
   }
 
-  /** Saves `task` for the caller's scope within the bounds, atomically (`SAVE`); a new task never evicts another principal's. */
+  /**
+   * Saves `task` for the caller's scope within the bounds, atomically (`SAVE`); a new task never
+   * evicts another principal's. The first run declares only the task itself; when the save must
+   * forget tasks it answers which (with their owners), and runs again with their keys declared,
+   * `SAVE_TRIES` times at most (then 503: other replicas kept changing the store meanwhile).
+   */
   async save(task: Task, context: ServerCallContext): Promise<void> {
     const client = this.#connected();
     const now = this.#now();
+    const owner = ownerOf(context);
     const key = `${taskScope(context)}\n${task.id}`;
-    const json = JSON.stringify(Task.toJSON(task));
-    const saved = await whileRedisAnswers(STORE, () =>
-      SAVE.run(client, this.#scriptKeys(), [this.#prefix, key, json, now + this.#limits.ttlMs, now, ownerOf(context), this.#limits.maxTasks, bound(this.#limits.maxTasksPerPrincipal)]),
-    );
-    if (Array.isArray(saved)) throw tasksExhausted(this.#limits.maxTasks, Number(saved[1]) - now);
+    const args = [key, JSON.stringify(Task.toJSON(task)), now + this.#limits.ttlMs, now, owner, this.#limits.maxTasks, bound(this.#limits.maxTasksPerPrincipal)];
+    const self = [`${this.#prefix}owned:${owner}`, this.#scopeKey(key), `${this.#prefix}push:${key}`, `${this.#prefix}pushowned:${owner}`];
+    const forgets = new Map([...this.#hints, [key, owner]]);
+    for (let tries = 0; tries < SAVE_TRIES; tries++) {
+      const keys = [...this.#scriptKeys(), ...self, ...[...forgets].flatMap(([k, o]) => this.#forgetKeys(k, o))];
+      const [answer, ...found] = (await whileRedisAnswers(STORE, () => SAVE.run(client, keys, [...args, forgets.size, ...[...forgets].flat()]))) as string[];
+      if (answer === 'full') throw tasksExhausted(this.#limits.maxTasks, Number(found[0]) - now);
+      const named = new Map(Array.from({ length: found.length / 2 }, (_, i) => [found[2 * i]!, found[2 * i + 1]!] as const));
+      if (answer === 'saved') {
+        this.#hints = named;
+        return;
+      }
+      for (const [k, o] of named) forgets.set(k, o);
+    }
+    throw storeUnavailable(STORE, 'other replicas kept changing the tasks while this one saved');
   }
 
   /** The caller's task with this id, or undefined (unknown, another owner's, or expired). */
@@ -244,13 +314,14 @@ export class RedisTaskStore implements GatewayTaskStore {
     const key = `${taskScope(context)}\n${taskId}`;
     const limits = this.#limits;
     const owner = ownerOf(context);
-    for (;;) {
+    for (let tries = 0; tries < SAVE_TRIES; tries++) {
       const recorded = (await whileRedisAnswers(STORE, () => client.hget(this.#keys.owner, key))) ?? '';
       const keys = [...this.#scriptKeys(), `${this.#prefix}push:${key}`, `${this.#prefix}pushowned:${owner}`, `${this.#prefix}pushowned:${recorded}`];
       const args = [this.#prefix, key, configId, json, now, owner, now + limits.ttlMs, bound(limits.maxPushConfigsPerTask), bound(limits.maxPushConfigsPerPrincipal), recorded];
       const outcome = await whileRedisAnswers(STORE, () => SAVE_PUSH.run(client, keys, args));
       if (outcome !== 'retry') return outcome as PushConfigSave;
     }
+    throw storeUnavailable(STORE, 'other replicas kept changing the task while this one saved its push config');
   }
 
   async pushConfigs(taskId: string, context: ServerCallContext): Promise<string[]> {
@@ -271,6 +342,18 @@ export class RedisTaskStore implements GatewayTaskStore {
     const client = this.#client;
     this.#client = undefined;
     if (client) await closeRedis(client);
+  }
+
+  /** The keys `SAVE` forgets task `key` of `owner` ('' = none) with: its scope's, its owner's, its push configs, its owner's push configs. */
+  #forgetKeys(key: string, owner: string): string[] {
+    const p = this.#prefix;
+    return [this.#scopeKey(key), owner === '' ? this.#keys.saved : `${p}owned:${owner}`, `${p}push:${key}`, owner === '' ? this.#keys.saved : `${p}pushowned:${owner}`];
+  }
+
+  /** The sorted set of task `key`'s scope (the saved keys for a key without one). */
+  #scopeKey(key: string): string {
+    const end = key.lastIndexOf('\n');
+    return end < 0 ? this.#keys.saved : `${this.#prefix}scope:${key.slice(0, end)}`;
   }
 
   #scriptKeys(): string[] {

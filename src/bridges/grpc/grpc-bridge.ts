@@ -32,7 +32,7 @@ import { ProtoError } from '../../errors.ts';
 import { presentedOfMetadata, type Admission } from '../../edge/admission.ts';
 import type { Principal } from '../../edge/credentials.ts';
 import type { Operation } from '../../edge/operations.ts';
-import type { Slot } from '../../edge/quota.ts';
+import type { Slot, SlotEnd } from '../../edge/quota.ts';
 import { jsonDepth } from '../../http/body.ts';
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory } from '../../log/history.ts';
@@ -235,14 +235,15 @@ export class GrpcBridge {
     const span = startRpcServerSpan('grpc', EVENT_GATEWAY_SERVICE, 'Subscribe', call.metadata.getMap());
     let slot: Slot;
     let writer: GrpcStreamWriter | undefined;
-    let revoked = false;
+    let revoked: SlotEnd | undefined;
     try {
       const principal = await this.#principal(call.metadata, 'grpc.Subscribe');
       if (this.#closing || this.#o.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
-      // A reload that revokes the caller's key ends the stream (at once, or as soon as it is attached).
-      slot = this.#o.admission.streams.take(principal, () => {
-        revoked = true;
-        writer?.close('revoked');
+      // A reload that revokes the caller's credentials, or its token's expiry, ends the stream (at
+      // once, or as soon as it is attached).
+      slot = this.#o.admission.streams.take(principal, (reason) => {
+        revoked = reason;
+        writer?.close(reason);
       });
     } catch (err) {
       const error = grpcError(err);
@@ -290,7 +291,7 @@ export class GrpcBridge {
       afterId: call.request.last_event_id || undefined,
       aliasesFor,
     });
-    if (revoked) writer.close('revoked');
+    if (revoked) writer.close(revoked);
   }
 }
 

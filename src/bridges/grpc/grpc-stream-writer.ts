@@ -27,6 +27,8 @@ export function endStatus(reason: TailEndReason): Partial<grpc.ServiceError> & {
       return grpcError(new ProtoError('INTERNAL', 'the stream failed; resume with last_event_id'));
     case 'revoked':
       return grpcError(new ProtoError('UNAUTHENTICATED', 'the credentials of this stream were revoked by a configuration reload'));
+    case 'expired':
+      return grpcError(new ProtoError('UNAUTHENTICATED', 'the token of this stream has expired; resume with a new one and last_event_id'));
     case 'client':
       return { code: grpc.status.CANCELLED, details: 'cancelled' };
     default:

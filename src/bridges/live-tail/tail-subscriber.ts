@@ -27,7 +27,7 @@ import { isTerminalType } from '../../mapping/names.ts';
 import { TailEvent, type TailEncoding } from './tail-event.ts';
 
 /** Why a subscription ended. */
-export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error' | 'revoked';
+export type TailEndReason = 'client' | 'slow' | 'terminal' | 'shutdown' | 'error' | 'revoked' | 'expired';
 
 /** What a subscriber writes to: one transport's stream (an SSE response, a gRPC call). */
 export interface TailWriter<F> {

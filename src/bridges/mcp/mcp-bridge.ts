@@ -152,7 +152,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
 
   /** Runs a push stream holding a slot of the shared stream pool (taken before anything is written). */
   const withStreamSlot = async (ctx: RequestContext, run: () => Promise<void>): Promise<void> => {
-    // A reload that revokes the caller's key ends the stream: the connection is cut.
+    // A reload that revokes the caller's credentials, or its token's expiry, ends the stream: the connection is cut.
     const slot = options.admission.streams.take(ctx.principal, () => ctx.res.destroy());
     try {
       await run();

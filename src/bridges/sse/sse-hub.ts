@@ -12,7 +12,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { SseConfig } from '../../config/types.ts';
 import type { Principal } from '../../edge/credentials.ts';
-import type { QuotaPool, Slot } from '../../edge/quota.ts';
+import type { QuotaPool, Slot, SlotEnd } from '../../edge/quota.ts';
 import { ProtoError } from '../../errors.ts';
 import type { EventFilter } from '../../log/EventLog.ts';
 import type { SseMetrics } from '../../metrics/sse.ts';
@@ -84,8 +84,8 @@ export class SseHub {
    */
   open(request: StreamRequest): void {
     const stream = {} as OpenStream;
-    // A reload that revokes the caller's key ends the stream.
-    stream.slot = this.#admit(request.principal, () => stream.connection?.close('revoked'));
+    // A reload that revokes the caller's credentials, or its token's expiry, ends the stream.
+    stream.slot = this.#admit(request.principal, (reason) => stream.connection?.close(reason));
     const { config, metrics, tail } = this.#options;
     let detach = (): void => {};
     stream.connection = new SseConnection(request.res, {
@@ -123,7 +123,7 @@ export class SseHub {
     for (const stream of [...this.#streams]) stream.connection.close('shutdown');
   }
 
-  #admit(principal: Principal, end: () => void): Slot {
+  #admit(principal: Principal, end: (reason: SlotEnd) => void): Slot {
     if (this.#closed || this.#options.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
     return this.#options.streams.take(principal, end);
   }

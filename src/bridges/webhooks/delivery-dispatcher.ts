@@ -34,7 +34,7 @@ import { signingSecrets, type DisabledReason, type FailingStreak, type Subscript
 import type { OperationalEvents } from './operational-events.ts';
 import type { DeliveryRateLimit } from './DeliveryRateLimit.ts';
 import { retryWhileLeased } from '../../storage/retry-while-leased.ts';
-import { annotate, failSpan, serverAttributes, startDeliverySpan, traceparentOf, type Span } from '../../telemetry/tracing.ts';
+import { serverAttributes, startDeliverySpan, tracedAttempt, type Span } from '../../telemetry/tracing.ts';
 
 /** Delay of the next look at the queue after a failure to read it, ms. */
 const QUEUE_ERROR_BACKOFF_MS = 1000;
@@ -318,25 +318,9 @@ export class DeliveryDispatcher {
   #post(subscription: Subscription, delivery: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryResponse> {
     const now = this.#now();
     const headers = this.#signer.headers(delivery.id, Math.floor(now / 1000), delivery.payload, signingSecrets(subscription, now));
-    const span = webhookSpan(subscription, delivery);
-    const traceparent = traceparentOf(span);
-    if (traceparent === undefined) return this.#o.client.post(subscription.url, headers, delivery.payload, signal);
     // The receiver continues the delivery's trace (W3C Trace Context; the signature does not cover headers).
-    return this.#o.client.post(subscription.url, { ...headers, traceparent }, delivery.payload, signal).then(
-      (response) => {
-        annotate(span, () => ({
-          ...(response.status !== undefined && { 'http.response.status_code': response.status }),
-          ...((response.status === undefined || response.status >= 400) && { 'error.type': response.status === undefined ? 'unreachable' : String(response.status) }),
-        }));
-        span.end();
-        return response;
-      },
-      (err: unknown) => {
-        failSpan(span, err);
-        span.end();
-        throw err;
-      },
-    );
+    return tracedAttempt(webhookSpan(subscription, delivery), (traceparent) =>
+      this.#o.client.post(subscription.url, traceparent === undefined ? headers : { ...headers, traceparent }, delivery.payload, signal));
   }
 
   /**

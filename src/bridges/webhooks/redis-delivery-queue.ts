@@ -7,11 +7,15 @@
  * a claim reads ready subscriptions and seeks into each, never walking a backlog. Also `P dq:succeeded`
  * and `P dq:dead` (by finish time), `P dq:n` (pending and in-flight counts) and `P dq:seq`.
  *
- * Every state change is one Lua script, so a claim is atomic across replicas: of two replicas
- * claiming at once, never both get one delivery, and the `PER_SUBSCRIPTION` cap holds for both
- * together. A killed replica's claims come back when their lease ends. Key names are built from the
- * prefix inside the scripts (each names `P dq:seq` in `KEYS` so a Redis Cluster runs it on the
- * prefix's slot, where every key of the tagged prefix lives).
+ * Every state change is one Lua script (`redis-delivery-scripts.ts`), so a claim is atomic across
+ * replicas: of two replicas claiming at once, never both get one delivery, and the
+ * `PER_SUBSCRIPTION` cap holds for both together. A killed replica's claims come back when their
+ * lease ends. Every script declares every key it touches (ready for a Redis Cluster), so the keys a
+ * script will need are read first: a claim reads the ready subscriptions and their first due and
+ * ended-lease deliveries, a finish the subscription of each delivery (known from the claim in this
+ * process), a delete or purge the deliveries it will delete. The script works on what it is given
+ * and stops at what it was not (another replica changed the queue meanwhile); the queue then reads
+ * again and runs the rest, a few times at most.
  *
  * Every time the queue keeps (due times, lease ends, created and updated times) is in Redis's clock
  * (`RedisClock`, learnt from `TIME` at open and in every claim): a replica whose clock runs ahead
@@ -22,7 +26,7 @@ import type { Redis } from 'ioredis';
 import { RedisClock } from '../../storage/redis-clock.ts';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
 import { whileRedisAnswers } from '../../storage/redis-errors.ts';
-import { RedisScript } from '../../storage/redis-script.ts';
+import type { RedisScript } from '../../storage/redis-script.ts';
 import {
   DELIVERY_STATUSES,
   PER_SUBSCRIPTION,
@@ -40,6 +44,7 @@ import {
   type Redelivery,
   type Settlement,
 } from './DeliveryQueue.ts';
+import { CLAIM, DELETE_OF, ENQUEUE, FINISH, FIXED, MIGRATE, PURGE, REDELIVER, SETTLE, subscriptionKeys } from './redis-delivery-scripts.ts';
 
 /** Where the queue connects. */
 export interface RedisDeliveryQueueOptions extends RedisStoreOptions {
@@ -47,268 +52,38 @@ export interface RedisDeliveryQueueOptions extends RedisStoreOptions {
   clock?: () => number;
 }
 
-/**
- * Shared Lua: ARGV[1] is the prefix, ARGV[2] the time (ms). `lane` sets when a subscription can
- * next give work (at the cap: its first live lease end; else its first due time or lease end);
- * `remove` deletes one delivery from every index.
- */
-const HELPERS = `
-local p = ARGV[1]
-local now = tonumber(ARGV[2])
-local PER = ${PER_SUBSCRIPTION}
-local function member(id) return string.format('%016d', tonumber(redis.call('HGET', p .. 'dq:d:' .. id, 'seq'))) .. '|' .. id end
-local function idOf(m) return string.sub(m, 18) end
-local function lane(sub)
-  local leases = p .. 'dq:lease:' .. sub
-  local at
-  if redis.call('ZCOUNT', leases, '(' .. now, '+inf') >= PER then
-    at = redis.call('ZRANGEBYSCORE', leases, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
-  else
-    local lease = redis.call('ZRANGE', leases, 0, 0, 'WITHSCORES')[2]
-    local head = redis.call('ZRANGE', p .. 'dq:due:' .. sub, 0, 0, 'WITHSCORES')[2]
-    if lease and head then at = (tonumber(lease) < tonumber(head)) and lease or head else at = lease or head end
-  end
-  if at then redis.call('ZADD', p .. 'dq:ready', at, sub) else redis.call('ZREM', p .. 'dq:ready', sub) end
-end
-local function remove(id)
-  local key = p .. 'dq:d:' .. id
-  local sub = redis.call('HGET', key, 'subscriptionId')
-  if not sub then return 0 end
-  local m = member(id)
-  local status = redis.call('HGET', key, 'status')
-  if status == 'pending' or status == 'in-flight' then redis.call('HINCRBY', p .. 'dq:n', status, -1) end
-  redis.call('ZREM', p .. 'dq:due:' .. sub, m)
-  redis.call('ZREM', p .. 'dq:lease:' .. sub, m)
-  redis.call('ZREM', p .. 'dq:succeeded', m)
-  redis.call('ZREM', p .. 'dq:dead', m)
-  redis.call('ZREM', p .. 'dq:sub:' .. sub, id)
-  redis.call('DEL', key)
-  return 1
-end
-`;
-
-/** ARGV: prefix, now, then per delivery: id, subscriptionId, eventId, eventType, payload, nextAttemptMs. */
-const ENQUEUE = new RedisScript(`${HELPERS}
-local added, touched = 0, {}
-for i = 3, #ARGV, 6 do
-  local id, sub = ARGV[i], ARGV[i + 1]
-  local key = p .. 'dq:d:' .. id
-  if redis.call('EXISTS', key) == 0 then
-    local seq = redis.call('INCR', p .. 'dq:seq')
-    redis.call('HSET', key, 'id', id, 'subscriptionId', sub, 'eventId', ARGV[i + 2], 'eventType', ARGV[i + 3], 'payload', ARGV[i + 4],
-      'nextAttemptMs', ARGV[i + 5], 'seq', seq, 'status', 'pending', 'attempts', 0, 'claim', 0, 'createdMs', ARGV[2], 'updatedMs', ARGV[2])
-    redis.call('ZADD', p .. 'dq:due:' .. sub, ARGV[i + 5], member(id))
-    redis.call('ZADD', p .. 'dq:sub:' .. sub, seq, id)
-    touched[sub] = true
-    added = added + 1
-  end
-end
-redis.call('HINCRBY', p .. 'dq:n', 'pending', added)
-for sub in pairs(touched) do lane(sub) end
-return added`);
-
-/**
- * Lua `claimUpTo(limit, leaseUntil)`: claims as `claim` does; returns per claimed delivery
- * { reclaimed (1/0), hash fields... }. Each ready lane read gives at least one delivery or moves
- * past now, so the loop ends.
- */
-const CLAIM_FN = `
-local function claimUpTo(limit, leaseUntil)
-  local out = {}
-  local function take(sub, m, reclaimed)
-    local id = idOf(m)
-    local key = p .. 'dq:d:' .. id
-    if reclaimed == 0 then
-      redis.call('ZREM', p .. 'dq:due:' .. sub, m)
-      redis.call('HINCRBY', p .. 'dq:n', 'pending', -1)
-      redis.call('HINCRBY', p .. 'dq:n', 'in-flight', 1)
-    end
-    redis.call('ZADD', p .. 'dq:lease:' .. sub, leaseUntil, m)
-    redis.call('HINCRBY', key, 'attempts', 1)
-    redis.call('HINCRBY', key, 'claim', 1)
-    redis.call('HSET', key, 'status', 'in-flight', 'leaseUntilMs', leaseUntil, 'updatedMs', ARGV[2])
-    local fields = redis.call('HGETALL', key)
-    table.insert(fields, 1, reclaimed)
-    table.insert(out, fields)
-  end
-  while #out < limit do
-    local lanes = redis.call('ZRANGEBYSCORE', p .. 'dq:ready', '-inf', now, 'LIMIT', 0, limit - #out)
-    if #lanes == 0 then break end
-    local before = #out
-    for _, sub in ipairs(lanes) do
-      local leases = p .. 'dq:lease:' .. sub
-      local free = math.min(PER - redis.call('ZCOUNT', leases, '(' .. now, '+inf'), limit - #out)
-      if free > 0 then
-        local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, free)
-        local due = {}
-        if free > #expired then due = redis.call('ZRANGEBYSCORE', p .. 'dq:due:' .. sub, '-inf', now, 'LIMIT', 0, free - #expired) end
-        for _, m in ipairs(expired) do take(sub, m, 1) end
-        for _, m in ipairs(due) do take(sub, m, 0) end
-      end
-      lane(sub)
-    end
-    if #out == before then break end
-  end
-  return out
-end
-`;
-
-/**
- * Lua `finishAll(from)`: records the attempts in ARGV[from..], 7 each: id, claim, status,
- * nextAttemptMs ('' = keep), uncount ('1'), lastError ('' = none), lastStatus ('' = none). Returns
- * 1 (recorded) or 0 (not the current claim) per attempt.
- */
-const FINISH_FN = `
-local function finishAll(from)
-  local out, touched = {}, {}
-  for i = from, #ARGV, 7 do
-    local id = ARGV[i]
-    local key = p .. 'dq:d:' .. id
-    local state = redis.call('HMGET', key, 'status', 'claim', 'subscriptionId')
-    if state[1] ~= 'in-flight' or state[2] ~= ARGV[i + 1] then
-      table.insert(out, 0)
-    else
-      local sub, status, m = state[3], ARGV[i + 2], member(id)
-      redis.call('ZREM', p .. 'dq:lease:' .. sub, m)
-      redis.call('HINCRBY', p .. 'dq:n', 'in-flight', -1)
-      redis.call('HDEL', key, 'leaseUntilMs')
-      redis.call('HSET', key, 'status', status, 'updatedMs', ARGV[2])
-      if ARGV[i + 3] ~= '' then redis.call('HSET', key, 'nextAttemptMs', ARGV[i + 3]) end
-      if ARGV[i + 4] == '1' then
-        redis.call('HINCRBY', key, 'attempts', -1)
-      else
-        if ARGV[i + 5] ~= '' then redis.call('HSET', key, 'lastError', ARGV[i + 5]) else redis.call('HDEL', key, 'lastError') end
-        if ARGV[i + 6] ~= '' then redis.call('HSET', key, 'lastStatus', ARGV[i + 6]) else redis.call('HDEL', key, 'lastStatus') end
-      end
-      if status == 'pending' then
-        redis.call('ZADD', p .. 'dq:due:' .. sub, redis.call('HGET', key, 'nextAttemptMs'), m)
-        redis.call('HINCRBY', p .. 'dq:n', 'pending', 1)
-      else
-        redis.call('ZADD', p .. 'dq:' .. status, ARGV[2], m)
-      end
-      touched[sub] = true
-      table.insert(out, 1)
-    end
-  end
-  for sub in pairs(touched) do lane(sub) end
-  return out
-end
-`;
-
-/** ARGV: prefix, now, limit, leaseMs; returns { claimed, Redis's TIME seconds, microseconds }. */
-const CLAIM = new RedisScript(`${HELPERS}${CLAIM_FN}
-local time = redis.call('TIME')
-return { claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4])), time[1], time[2] }`);
-
-/** ARGV: prefix, now, then the attempts (see `FINISH_FN`). */
-const FINISH = new RedisScript(`${HELPERS}${FINISH_FN}
-return finishAll(3)`);
-
-/** ARGV: prefix, now, limit, leaseMs, then the attempts (see `FINISH_FN`); returns { recorded, claimed, TIME seconds, microseconds }. */
-const SETTLE = new RedisScript(`${HELPERS}${FINISH_FN}${CLAIM_FN}
-local recorded = finishAll(5)
-local time = redis.call('TIME')
-return { recorded, claimUpTo(tonumber(ARGV[3]), now + tonumber(ARGV[4])), time[1], time[2] }`);
-
-/** ARGV: prefix, now, subscriptionId, id; returns the outcome, then the delivery's fields (none when absent). */
-const REDELIVER = new RedisScript(`${HELPERS}
-local key = p .. 'dq:d:' .. ARGV[4]
-if redis.call('HGET', key, 'subscriptionId') ~= ARGV[3] then return {'absent'} end
-local status = redis.call('HGET', key, 'status')
-if status == 'succeeded' or status == 'dead' then
-  local m = member(ARGV[4])
-  redis.call('ZREM', p .. 'dq:' .. status, m)
-  redis.call('HSET', key, 'status', 'pending', 'attempts', 0, 'nextAttemptMs', ARGV[2], 'updatedMs', ARGV[2])
-  redis.call('ZADD', p .. 'dq:due:' .. ARGV[3], ARGV[2], m)
-  redis.call('HINCRBY', p .. 'dq:n', 'pending', 1)
-  lane(ARGV[3])
-  status = 'redelivered'
-else
-  status = 'busy'
-end
-local out = redis.call('HGETALL', key)
-table.insert(out, 1, status)
-return out`);
-
-/** ARGV: prefix, now, subscriptionId, only pending ('1') or all. */
-const DELETE_OF = new RedisScript(`${HELPERS}
-local removed = 0
-local sub = ARGV[3]
-if ARGV[4] == '1' then
-  for _, m in ipairs(redis.call('ZRANGE', p .. 'dq:due:' .. sub, 0, -1)) do removed = removed + remove(idOf(m)) end
-else
-  for _, id in ipairs(redis.call('ZRANGE', p .. 'dq:sub:' .. sub, 0, -1)) do removed = removed + remove(id) end
-end
-lane(sub)
-return removed`);
-
-/** ARGV: prefix, now (unused), subscriptionId, after, limit + 1, status ('' = any); returns up to limit + 1 ids in seq order. */
-const LIST = new RedisScript(`${HELPERS}
-local out, offset, wanted = {}, 0, tonumber(ARGV[5])
-while #out < wanted do
-  local batch = redis.call('ZRANGEBYSCORE', p .. 'dq:sub:' .. ARGV[3], '(' .. ARGV[4], '+inf', 'LIMIT', offset, 200)
-  if #batch == 0 then break end
-  for _, id in ipairs(batch) do
-    if #out < wanted and (ARGV[6] == '' or redis.call('HGET', p .. 'dq:d:' .. id, 'status') == ARGV[6]) then table.insert(out, id) end
-  end
-  offset = offset + 200
-end
-return out`);
-
-/**
- * ARGV: prefix, now. Moves a queue written before leased claims (one `P dq:pending` sorted set and a
- * `P dq:inflight` set) into the per-subscription layout: pending ones into their subscription's due
- * set, in-flight ones under an ended lease (claimable at once, as a stop's were). Idempotent: does
- * nothing when neither old key exists. Returns how many deliveries it moved.
- */
-const MIGRATE = new RedisScript(`${HELPERS}
-local moved, touched = 0, {}
-local function move(id, zset, score)
-  local sub = redis.call('HGET', p .. 'dq:d:' .. id, 'subscriptionId')
-  if not sub then return end
-  redis.call('ZADD', p .. 'dq:' .. zset .. ':' .. sub, score, member(id))
-  touched[sub] = true
-  moved = moved + 1
-end
-local pending = redis.call('ZRANGE', p .. 'dq:pending', 0, -1, 'WITHSCORES')
-for i = 1, #pending, 2 do move(idOf(pending[i]), 'due', pending[i + 1]) end
-local inflight = redis.call('SMEMBERS', p .. 'dq:inflight')
-for _, id in ipairs(inflight) do
-  move(id, 'lease', 0)
-  redis.call('HSET', p .. 'dq:d:' .. id, 'leaseUntilMs', 0)
-end
-if #pending > 0 or #inflight > 0 then
-  redis.call('HINCRBY', p .. 'dq:n', 'pending', #pending / 2)
-  redis.call('HINCRBY', p .. 'dq:n', 'in-flight', #inflight)
-end
-redis.call('DEL', p .. 'dq:pending', p .. 'dq:inflight')
-for sub in pairs(touched) do lane(sub) end
-return moved`);
-
-/** ARGV: prefix, now (unused), succeededBeforeMs, deadBeforeMs, maxDead. */
-const PURGE = new RedisScript(`${HELPERS}
-local removed = 0
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'dq:succeeded', '-inf', '(' .. ARGV[3])) do removed = removed + remove(idOf(m)) end
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'dq:dead', '-inf', '(' .. ARGV[4])) do removed = removed + remove(idOf(m)) end
-local excess = redis.call('ZCARD', p .. 'dq:dead') - tonumber(ARGV[5])
-if excess > 0 then
-  for _, m in ipairs(redis.call('ZRANGE', p .. 'dq:dead', 0, excess - 1)) do removed = removed + remove(idOf(m)) end
-end
-return removed`);
-
 const STORE = 'the delivery queue (Redis)';
+
+/** Runs of a script that stopped at something it was not given (read again in between), at most. */
+const TRIES = 8;
+
+/** Deliveries one delete or purge script is given at most. */
+const BATCH = 500;
+
+/** Deliveries claimed by this process whose subscription it remembers (for their finish), at most. */
+const REMEMBERED = 100_000;
+
+/** The keys and the deliveries and subscriptions a script is given (see `redis-delivery-scripts.ts`). */
+interface Declared {
+  ids: string[];
+  subs: string[];
+}
 
 /** A `DeliveryQueue` on Redis. */
 export class RedisDeliveryQueue implements DeliveryQueue {
   readonly #options: RedisDeliveryQueueOptions;
   readonly #p: string;
   readonly #clock: RedisClock;
+  readonly #fixed: string[];
+  /** The subscription of each delivery this process claimed and has not finished. */
+  readonly #subscriptionOf = new Map<string, string>();
   #client: Redis | undefined;
 
   constructor(options: RedisDeliveryQueueOptions) {
     this.#options = options;
     this.#p = options.prefix;
     this.#clock = new RedisClock(options.clock);
+    this.#fixed = FIXED.map((name) => `${options.prefix}${name}`);
   }
 
   /** Connects, learns Redis's clock, and moves a queue written before leased claims into the current layout. Idempotent. */
@@ -319,7 +94,7 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     this.#client = client;
     try {
       await this.#clock.measure(() => client.time(), true);
-      await this.#run(MIGRATE, this.#clock.now(), []);
+      await this.#migrate();
     } catch (err) {
       this.#client = undefined;
       await closeRedis(client);
@@ -330,27 +105,35 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
     if (deliveries.length === 0) return 0;
     const args = deliveries.flatMap((d) => [d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, this.#clock.toRedis(d.nextAttemptMs)]);
-    return Number(await this.#run(ENQUEUE, nowMs, args));
+    const declared = { ids: deliveries.map((d) => d.id), subs: deliveries.map((d) => d.subscriptionId) };
+    return Number(await this.#run(ENQUEUE, this.#clock.toRedis(nowMs), declared, args));
   }
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    const before = this.#clock.now();
-    const [claimed, seconds, micros] = (await this.#run(CLAIM, nowMs, [Math.floor(limit), leaseMs])) as [unknown, string, string];
-    this.#learn(seconds, micros, before);
-    return this.#claimed(claimed);
+    return this.#claim(this.#clock.toRedis(nowMs), Math.floor(limit), leaseMs);
   }
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     if (attempts.length === 0) return [];
-    return toRecorded(await this.#run(FINISH, nowMs, this.#attemptArgs(attempts)));
+    return this.#finish(attempts, this.#clock.toRedis(nowMs));
   }
 
   async settle(attempts: FinishedAttempt[], nowMs: number, limit: number, leaseMs: number): Promise<Settlement> {
+    const now = this.#clock.toRedis(nowMs);
+    const wanted = Math.max(0, Math.floor(limit));
+    const ids = attempts.map((a) => a.id);
+    const subs = await this.#subscriptionsOf(ids);
+    const lanes = wanted > 0 ? await this.#candidates(now, wanted, subs) : { ids: [], subs: [] };
     const before = this.#clock.now();
-    const [recorded, claimed, seconds, micros] = (await this.#run(SETTLE, nowMs, [Math.max(0, Math.floor(limit)), leaseMs, ...this.#attemptArgs(attempts)])) as [unknown, unknown, string, string];
+    const [recorded, claimed, complete, seconds, micros] = (await this.#run(SETTLE, now, { ids: [...ids, ...lanes.ids], subs: [...subs, ...lanes.subs] }, [
+      wanted, leaseMs, ...this.#attemptArgs(attempts),
+    ])) as [number[], unknown, number, string, string];
     this.#learn(seconds, micros, before);
-    return { recorded: toRecorded(recorded), claimed: this.#claimed(claimed) };
+    const results = await this.#finishRest(attempts, now, recorded.map(Number));
+    const got = this.#claimed(claimed);
+    if (complete === 0 && got.length < wanted) got.push(...(await this.#claim(now, wanted - got.length, leaseMs)));
+    return { recorded: results, claimed: got };
   }
 
   release(claims: ClaimRef[], nowMs: number): Promise<number> {
@@ -358,7 +141,8 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   }
 
   async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
-    const [outcome, ...fields] = (await this.#run(REDELIVER, nowMs, [subscriptionId, id])) as string[];
+    const declared = { ids: [id], subs: [subscriptionId] };
+    const [outcome, ...fields] = (await this.#run(REDELIVER, this.#clock.toRedis(nowMs), declared, [subscriptionId, id])) as string[];
     if (outcome === 'absent') return { outcome };
     return { outcome: outcome as 'redelivered' | 'busy', delivery: this.#delivery(fields) };
   }
@@ -369,20 +153,27 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     return first.length === 0 ? undefined : this.#clock.fromRedis(Number(first[1]));
   }
 
-  async cancelPending(subscriptionId: string): Promise<number> {
-    return Number(await this.#run(DELETE_OF, this.#clock.now(), [subscriptionId, '1']));
+  cancelPending(subscriptionId: string): Promise<number> {
+    return this.#deleteOf(subscriptionId, true);
   }
 
-  async deleteSubscription(subscriptionId: string): Promise<number> {
-    return Number(await this.#run(DELETE_OF, this.#clock.now(), [subscriptionId, '']));
+  deleteSubscription(subscriptionId: string): Promise<number> {
+    return this.#deleteOf(subscriptionId, false);
   }
 
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
-    const ids = (await this.#run(LIST, 0, [subscriptionId, options.after, options.limit + 1, options.status ?? ''])) as string[];
     const client = this.#connected();
-    const rows = await whileRedisAnswers(STORE, () => Promise.all(ids.slice(0, options.limit).map((id) => client.hgetall(`${this.#p}dq:d:${id}`))));
-    const deliveries = rows.filter((row) => row.id !== undefined).map((row) => this.#delivery(Object.entries(row).flat()));
-    return ids.length > options.limit && deliveries.length > 0 ? { deliveries, next: deliveries[deliveries.length - 1]!.seq } : { deliveries };
+    const wanted = options.limit + 1;
+    const batch = options.status ? 200 : wanted;
+    const rows: Array<Record<string, string>> = [];
+    for (let offset = 0; rows.length < wanted; offset += batch) {
+      const ids = await whileRedisAnswers(STORE, () => client.zrangebyscore(`${this.#p}dq:sub:${subscriptionId}`, `(${options.after}`, '+inf', 'LIMIT', offset, batch));
+      const found = await whileRedisAnswers(STORE, () => Promise.all(ids.map((id) => client.hgetall(this.#deliveryKey(id)))));
+      rows.push(...found.filter((row) => row.id !== undefined && (!options.status || row.status === options.status)));
+      if (ids.length < batch) break;
+    }
+    const deliveries = rows.slice(0, options.limit).map((row) => this.#delivery(Object.entries(row).flat()));
+    return rows.length > options.limit && deliveries.length > 0 ? { deliveries, next: deliveries[deliveries.length - 1]!.seq } : { deliveries };
   }
 
   async counts(): Promise<Record<DeliveryStatus, number>> {
@@ -401,20 +192,146 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   }
 
   async purge(limits: PurgeLimits): Promise<number> {
-    return Number(await this.#run(PURGE, 0, [this.#clock.toRedis(limits.succeededBeforeMs), this.#clock.toRedis(limits.deadBeforeMs), Math.max(0, limits.maxDead)]));
+    const client = this.#connected();
+    const [succeeded, dead] = [`${this.#p}dq:succeeded`, `${this.#p}dq:dead`];
+    const [succeededBefore, deadBefore, maxDead] = [this.#clock.toRedis(limits.succeededBeforeMs), this.#clock.toRedis(limits.deadBeforeMs), Math.max(0, limits.maxDead)];
+    return (
+      (await this.#purge('succeeded', succeededBefore, () => client.zrangebyscore(succeeded, '-inf', `(${succeededBefore}`, 'LIMIT', 0, BATCH))) +
+      (await this.#purge('dead', deadBefore, () => client.zrangebyscore(dead, '-inf', `(${deadBefore}`, 'LIMIT', 0, BATCH))) +
+      (await this.#purge('excess', maxDead, async () => {
+        const excess = (await client.zcard(dead)) - maxDead;
+        return excess > 0 ? client.zrange(dead, '0', String(Math.min(excess, BATCH) - 1)) : [];
+      }))
+    );
   }
 
   /** Closes the connection. Safe to call twice. */
   async close(): Promise<void> {
     const client = this.#client;
     this.#client = undefined;
+    this.#subscriptionOf.clear();
     if (client) await closeRedis(client);
   }
 
-  /** Runs `script` with the prefix and `nowMs` in Redis's clock (ARGV[1], ARGV[2]) before `args`. */
-  async #run(script: RedisScript, nowMs: number, args: Array<string | number>): Promise<unknown> {
+  /** Claims up to `limit` at `now` (Redis's clock): reads the keys the claim will need, runs it, and claims the rest if it stopped at one it was not given. */
+  async #claim(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    const out: ClaimedDelivery[] = [];
+    for (let tries = 0; tries < TRIES && out.length < limit; tries++) {
+      const declared = await this.#candidates(now, limit - out.length, []);
+      if (declared.subs.length === 0) break;
+      const before = this.#clock.now();
+      const [claimed, complete, seconds, micros] = (await this.#run(CLAIM, now, declared, [limit - out.length, leaseMs])) as [unknown, number, string, string];
+      this.#learn(seconds, micros, before);
+      out.push(...this.#claimed(claimed));
+      if (complete === 1) break;
+    }
+    return out;
+  }
+
+  /**
+   * What a claim of up to `limit` at `now` will touch: the subscriptions ready by `now` (and `known`
+   * ones, whose slots a finish in the same script may free) with their first ended leases and due
+   * deliveries, as many as the claim could take from each.
+   */
+  async #candidates(now: number, limit: number, known: string[]): Promise<Declared> {
     const client = this.#connected();
-    return whileRedisAnswers(STORE, () => script.run(client, [`${this.#p}dq:seq`], [this.#p, this.#clock.toRedis(nowMs), ...args]));
+    const take = Math.min(PER_SUBSCRIPTION, limit);
+    const firstOf = (subs: string[]) => Promise.all(subs.flatMap((sub) => {
+      const [due, lease] = subscriptionKeys(sub).map((key) => `${this.#p}${key}`);
+      return [client.zrangebyscore(lease!, '-inf', now, 'LIMIT', 0, take), client.zrangebyscore(due!, '-inf', now, 'LIMIT', 0, take)];
+    }));
+    const [lanes, knownFirst] = await whileRedisAnswers(STORE, () => Promise.all([client.zrangebyscore(`${this.#p}dq:ready`, '-inf', now, 'LIMIT', 0, limit), firstOf(known)]));
+    const more = lanes.filter((sub) => !known.includes(sub));
+    const moreFirst = more.length > 0 ? await whileRedisAnswers(STORE, () => firstOf(more)) : [];
+    return { ids: [...knownFirst, ...moreFirst].flat().map(idOf), subs: [...known, ...more] };
+  }
+
+  /** Records `attempts` at `now` (Redis's clock). */
+  #finish(attempts: FinishedAttempt[], now: number): Promise<boolean[]> {
+    return this.#finishRest(attempts, now, attempts.map(() => -1));
+  }
+
+  /** Records the attempts whose result is -1 (not yet run, or their subscription was not given), reading their subscription afresh after the first run. */
+  async #finishRest(attempts: FinishedAttempt[], now: number, results: number[], tries = TRIES): Promise<boolean[]> {
+    const open = attempts.flatMap((_, i) => (results[i] === -1 ? [i] : []));
+    if (open.length > 0 && tries > 0) {
+      const todo = open.map((i) => attempts[i]!);
+      const ids = todo.map((a) => a.id);
+      const subs = await this.#subscriptionsOf(ids, tries < TRIES || open.length < attempts.length);
+      const reply = (await this.#run(FINISH, now, { ids, subs }, this.#attemptArgs(todo))) as number[];
+      open.forEach((i, j) => { results[i] = Number(reply[j]); });
+      return this.#finishRest(attempts, now, results, tries - 1);
+    }
+    attempts.forEach((a, i) => { if (results[i] !== -1) this.#subscriptionOf.delete(a.id); });
+    return results.map((r) => r === 1);
+  }
+
+  /** The subscriptions of deliveries `ids`: remembered from their claim, else (or when `fresh`) read. */
+  async #subscriptionsOf(ids: string[], fresh = false): Promise<string[]> {
+    const unknown = fresh ? ids : ids.filter((id) => !this.#subscriptionOf.has(id));
+    const read = await this.#readSubscriptions(unknown);
+    return [...ids.filter((id) => !unknown.includes(id)).map((id) => this.#subscriptionOf.get(id)!), ...read];
+  }
+
+  /** The subscriptions of the deliveries `ids` as stored (none for one that is gone). */
+  async #readSubscriptions(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const client = this.#connected();
+    const subs = await whileRedisAnswers(STORE, () => Promise.all(ids.map((id) => client.hget(this.#deliveryKey(id), 'subscriptionId'))));
+    return subs.filter((sub): sub is string => sub !== null);
+  }
+
+  /** Deletes a subscription's pending deliveries (`onlyPending`) or all of them, `BATCH` at a time, each batch read first. */
+  async #deleteOf(sub: string, onlyPending: boolean): Promise<number> {
+    const client = this.#connected();
+    const [due, , all] = subscriptionKeys(sub).map((key) => `${this.#p}${key}`);
+    let deleted = 0;
+    for (;;) {
+      const read = await whileRedisAnswers(STORE, () => client.zrange(onlyPending ? due! : all!, '0', String(BATCH - 1)));
+      if (read.length === 0) return deleted;
+      const declared = { ids: onlyPending ? read.map(idOf) : read, subs: [sub] };
+      const [n, dropped] = (await this.#run(DELETE_OF, this.#clock.toRedis(this.#clock.now()), declared, [sub, onlyPending ? '1' : '', ...read])) as [number, number];
+      deleted += n;
+      if (n + dropped === 0) return deleted;
+    }
+  }
+
+  /** Deletes, `BATCH` at a time, the finished deliveries `read` finds (`which` and `bound` as `PURGE` takes them), each checked again in the script. */
+  async #purge(which: 'succeeded' | 'dead' | 'excess', bound: number, read: () => Promise<string[]>): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const members = await whileRedisAnswers(STORE, read);
+      if (members.length === 0) return removed;
+      const ids = members.map(idOf);
+      const n = Number(await this.#run(PURGE, 0, { ids, subs: await this.#readSubscriptions(ids) }, [which, bound, ...members]));
+      removed += n;
+      if (n === 0) return removed;
+    }
+  }
+
+  /** Moves a queue written before leased claims (`MIGRATE`), its deliveries and their subscriptions read first. */
+  async #migrate(): Promise<void> {
+    const client = this.#connected();
+    for (let tries = 0; tries < TRIES; tries++) {
+      const [pending, inflight] = await whileRedisAnswers(STORE, () => Promise.all([client.zrange(`${this.#p}dq:pending`, '0', '-1'), client.smembers(`${this.#p}dq:inflight`)]));
+      if (pending.length === 0 && inflight.length === 0) return;
+      const ids = [...pending.map(idOf), ...inflight];
+      if (Number(await this.#run(MIGRATE, this.#clock.toRedis(this.#clock.now()), { ids, subs: await this.#readSubscriptions(ids) }, [])) >= 0) return;
+    }
+    throw new Error('the delivery queue written before leased claims kept changing while it was moved');
+  }
+
+  /** Runs `script` at `now` (Redis's clock) with the fixed keys, the `declared` deliveries' and subscriptions' keys, then `args`. */
+  async #run(script: RedisScript, now: number, declared: Declared, args: Array<string | number>): Promise<unknown> {
+    const client = this.#connected();
+    const ids = [...new Set(declared.ids)];
+    const subs = [...new Set(declared.subs)];
+    const keys = [...this.#fixed, ...ids.map((id) => this.#deliveryKey(id)), ...subs.flatMap((sub) => subscriptionKeys(sub).map((key) => `${this.#p}${key}`))];
+    return whileRedisAnswers(STORE, () => script.run(client, keys, [now, ids.length, ...ids, subs.length, ...subs, ...args]));
+  }
+
+  #deliveryKey(id: string): string {
+    return `${this.#p}dq:d:${id}`;
   }
 
   /** Learns the clock offset from a script's `TIME` (read between `before` and now, this process's clock). */
@@ -430,10 +347,12 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     ]);
   }
 
-  /** `claimUpTo`'s reply as `claim` answers, in this process's clock. */
+  /** `claimUpTo`'s reply as `claim` answers, in this process's clock; remembers each one's subscription for its finish. */
   #claimed(reply: unknown): ClaimedDelivery[] {
+    if (this.#subscriptionOf.size > REMEMBERED) this.#subscriptionOf.clear();
     return (reply as Array<[number, ...string[]]>).map(([reclaimed, ...fields]) => {
       const f = fieldsOf(fields);
+      this.#subscriptionOf.set(f.id!, f.subscriptionId!);
       return { ...this.#delivery(fields), claim: Number(f.claim), leaseUntilMs: this.#clock.fromRedis(Number(f.leaseUntilMs)), reclaimed: reclaimed === 1 };
     });
   }
@@ -451,9 +370,9 @@ export class RedisDeliveryQueue implements DeliveryQueue {
   }
 }
 
-/** `finishAll`'s reply as `finish` answers. */
-function toRecorded(reply: unknown): boolean[] {
-  return (reply as number[]).map((recorded) => recorded === 1);
+/** The delivery id of a member `{seq16}|{id}`. */
+function idOf(member: string): string {
+  return member.slice(17);
 }
 
 /** Hash fields (a flat name, value list) as a record. */

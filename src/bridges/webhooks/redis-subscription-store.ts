@@ -17,7 +17,7 @@
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, connectStore, type RedisStoreOptions } from '../../storage/redis.ts';
-import { whileRedisAnswers } from '../../storage/redis-errors.ts';
+import { storeUnavailable, whileRedisAnswers } from '../../storage/redis-errors.ts';
 import { RedisScript } from '../../storage/redis-script.ts';
 import type { DisabledReason, FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
@@ -189,6 +189,9 @@ return deleted`);
 
 const STORE = 'the subscription store (Redis)';
 
+/** Runs of `DELETE` at most for one delete (each after another replica changed a subscription it deletes). */
+const DELETE_TRIES = 8;
+
 /** A `SubscriptionStore` on Redis. */
 export class RedisSubscriptionStore implements SubscriptionStore {
   readonly #options: RedisSubscriptionStoreOptions;
@@ -286,11 +289,14 @@ export class RedisSubscriptionStore implements SubscriptionStore {
     return this.#delete(ids);
   }
 
-  /** DELETE of `ids`: their JSON read first (for their principal's and service's sets), run again if one changed meanwhile. */
+  /**
+   * DELETE of `ids`: their JSON read first (for their principal's and service's sets), run again if
+   * one changed meanwhile, `DELETE_TRIES` times at most (then 503: other replicas kept changing them).
+   */
   async #delete(ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
     const client = this.#connected();
-    for (;;) {
+    for (let tries = 0; tries < DELETE_TRIES; tries++) {
       const rows = await whileRedisAnswers(STORE, () => client.hmget(`${this.#p}sub:all`, ...ids));
       const args: string[] = [];
       const sets: string[] = [];
@@ -304,6 +310,7 @@ export class RedisSubscriptionStore implements SubscriptionStore {
       const deleted = (await whileRedisAnswers(STORE, () => DELETE.run(client, [...this.#fixed, ...sets], [this.#p, ...args]))) as string[] | null;
       if (deleted !== null) return deleted;
     }
+    throw storeUnavailable(STORE, 'other replicas kept changing the subscriptions while this one deleted them');
   }
 
   #principalKey(principal: string): string {

@@ -176,7 +176,9 @@ export class OAuth2Identity {
     const id = mapped.principal ?? (this.#config.principalClaim === 'sub' ? stringClaim(claimAt(claims, 'client_id')) : undefined);
     if (!id) throw this.#refusal('no_principal');
     if (this.#keyIds.has(id)) throw this.#refusal('principal_reserved');
-    return { id, scopes: mapped.scopes, grants: mapped.grants };
+    const exp = claims.exp;
+    const tokenExpiresAtMs = typeof exp === 'number' ? exp * 1000 + this.#config.clockToleranceMs : Infinity;
+    return { id, scopes: mapped.scopes, grants: mapped.grants, tokenExpiresAtMs };
   }
 
   #refusalOf(err: unknown): ProtoError {

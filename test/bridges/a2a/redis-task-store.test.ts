@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { TaskStoreLimits } from '../../../src/bridges/a2a/open-task-store.ts';
 import { RedisTaskStore } from '../../../src/bridges/a2a/redis-task-store.ts';
+import { RedisScript } from '../../../src/storage/redis-script.ts';
 import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { caller, task, taskStoreContract } from './task-store-contract.ts';
 
@@ -87,5 +88,71 @@ describe('RedisTaskStore across replicas', () => {
       redis.disconnect();
       await store.close();
     }
+  });
+
+  it('a save whose tasks to forget change between its runs (another replica saved meanwhile) runs again and forgets the right ones', async () => {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2 }, async (one, two) => {
+      await one.save(task('t1'), caller('alice'));
+      await one.save(task('t2'), caller('alice'));
+      // two (which saved nothing, so declares nothing more than its task) first hears that t1 must
+      // go; before its second run, one saves t4 (forgetting t1 itself), so two's second run must
+      // forget t2 instead, which it was not given: a third run.
+      const run = RedisScript.prototype.run;
+      let runs = 0;
+      const spy = vi.spyOn(RedisScript.prototype, 'run').mockImplementation(async function (this: RedisScript, ...args) {
+        runs += 1;
+        if (runs === 2) await one.save(task('t4'), caller('alice'));
+        return run.apply(this, args);
+      });
+      try {
+        await two.save(task('t3'), caller('alice'));
+      } finally {
+        spy.mockRestore();
+      }
+      expect(await one.tasksOf(caller('alice'))).toBe(2);
+      expect(await one.load('t2', caller('alice'))).toBeUndefined();
+      expect(await one.load('t3', caller('alice'))).toBeDefined();
+      expect(await one.load('t4', caller('alice'))).toBeDefined();
+    });
+  });
+
+  it('a push-config save whose task another replica keeps re-owning under it ends in 503 STORE_UNAVAILABLE after a bounded number of runs, never a hang', async () => {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000 }, async (one) => {
+      await one.save(task('t1'), caller('alice'));
+      const other = new Redis(SHARED_REDIS_URL);
+      const run = RedisScript.prototype.run;
+      let runs = 0;
+      const spy = vi.spyOn(RedisScript.prototype, 'run').mockImplementation(async function (this: RedisScript, client, keys, args) {
+        // Another replica records a new owner for the task between this one's read and its script, every time.
+        runs += 1;
+        await other.hset(keys.find((key) => key.endsWith('a2a:owner'))!, '\nalice\nt1', `owner-${runs}`);
+        return run.call(this, client, keys, args);
+      });
+      try {
+        await expect(one.savePushConfig('t1', caller('alice'), 'c1', '{}')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+        expect(runs).toBeGreaterThan(1);
+        expect(runs).toBeLessThanOrEqual(8);
+      } finally {
+        spy.mockRestore();
+        other.disconnect();
+      }
+    });
+  });
+
+  it('a save names what the next one will likely forget, so a store at its bound saves in one run', async () => {
+    await twoReplicas({ maxTasks: 10, ttlMs: 60_000, maxTasksPerPrincipal: 2 }, async (one) => {
+      // t3 is the first save at the bound: it hears that t1 must go (two runs), and names t2 as next.
+      for (const id of ['t1', 't2', 't3']) await one.save(task(id), caller('alice'));
+      const spy = vi.spyOn(RedisScript.prototype, 'run');
+      try {
+        for (const id of ['t4', 't5']) await one.save(task(id), caller('alice'));
+        expect(spy).toHaveBeenCalledTimes(2);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(await one.load('t3', caller('alice'))).toBeUndefined();
+      expect(await one.load('t4', caller('alice'))).toBeDefined();
+      expect(await one.load('t5', caller('alice'))).toBeDefined();
+    });
   });
 });

@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { describe, expect, it, vi } from 'vitest';
 import { RedisSubscriptionStore } from '../../../src/bridges/webhooks/redis-subscription-store.ts';
+import { RedisScript } from '../../../src/storage/redis-script.ts';
 import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
 import { subscription, subscriptionStoreContract } from './subscription-store-contract.ts';
 
@@ -28,6 +30,31 @@ describe('RedisSubscriptionStore', () => {
     } finally {
       await one.close();
       await two.close();
+    }
+  });
+
+  it('a delete that another replica keeps changing under it ends in 503 STORE_UNAVAILABLE after a bounded number of runs, never a hang', async () => {
+    const prefix = randomPrefix();
+    const store = testStore(prefix);
+    await store.open();
+    await store.create(subscription('s1', 'alice'));
+    const other = new Redis(SHARED_REDIS_URL);
+    const run = RedisScript.prototype.run;
+    let runs = 0;
+    const spy = vi.spyOn(RedisScript.prototype, 'run').mockImplementation(async function (this: RedisScript, client, keys, args) {
+      // Another replica rewrites the subscription between this one's read and its script, every time.
+      runs += 1;
+      await other.hset(`${prefix}sub:all`, 's1', JSON.stringify({ ...subscription('s1', 'alice'), url: `https://changed-${runs}.example/` }));
+      return run.call(this, client, keys, args);
+    });
+    try {
+      await expect(store.delete('s1')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      expect(runs).toBeGreaterThan(1);
+      expect(runs).toBeLessThanOrEqual(8);
+    } finally {
+      spy.mockRestore();
+      other.disconnect();
+      await store.close();
     }
   });
 });
