@@ -111,13 +111,25 @@ export class MemoryCommandStore implements CommandStore {
     });
   }
 
+  /**
+   * The first `limit` due entries of `backend` (by next attempt, then seq), copied: one pass in seq
+   * order keeping the earliest `limit` seen so far. A claim while thousands of entries wait (the
+   * dispatcher's lane at its concurrency while accepts go on) neither copies nor sorts them all.
+   */
   #due(backend: string, nowMs: number, limit: number): OutboxEntry[] {
     this.#assertOpen();
-    return [...this.#outbox.values()]
-      .filter((entry) => entry.backend === backend && entry.nextAttemptMs <= nowMs)
-      .sort((a, b) => a.nextAttemptMs - b.nextAttemptMs || a.seq - b.seq)
-      .slice(0, Math.max(0, limit))
-      .map(copy);
+    const picked: OutboxEntry[] = [];
+    if (limit <= 0) return picked;
+    for (const entry of this.#outbox.values()) {
+      if (entry.backend !== backend || entry.nextAttemptMs > nowMs) continue;
+      // Seen in seq order: one due no earlier than the last kept would go after it.
+      if (picked.length === limit && entry.nextAttemptMs >= picked[limit - 1].nextAttemptMs) continue;
+      let at = picked.length;
+      while (at > 0 && picked[at - 1].nextAttemptMs > entry.nextAttemptMs) at--;
+      picked.splice(at, 0, entry);
+      if (picked.length > limit) picked.pop();
+    }
+    return picked.map(copy);
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
