@@ -13,7 +13,7 @@
  * the backend), as ratios to the bare proxy, the backend direct and nginx. The machine's load
  * drifts, so the bare proxy and the gateways are measured in rounds (proxy, gateway, proxy,
  * gateway…), each gateway phase against the proxy phase just before it, and the median round of
- * each ratio is reported, after a short unmeasured warm-up of each server. The targets are judged on the last lines. Full: 3 rounds of 6 s phases;
+ * each ratio is reported, after an unmeasured warm-up of each server (12 s: V8 compiles the gateway's code meanwhile). The targets are judged on the last lines. Full: 3 rounds of 6 s phases;
  * `--quick`: 1 round of 3 s. Writes `bench/results/commands-e2e.json` (every phase's numbers, the
  * figures and the targets).
  *
@@ -34,8 +34,14 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? sized(6, 3));
 /** Rounds of bare proxy / memory / sqlite phases (the median round is reported). */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? sized(3, 1));
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 32);
-/** Load on each server before the rounds, in s (not measured). */
-const WARMUP_SECONDS = sized(2, 1);
+/**
+ * Load on each server before the rounds, in s (not measured). The gateway's code is far larger than
+ * the bare proxy's: under this load V8 goes on compiling it on its worker threads (tiering up,
+ * re-optimising after deopts) for about 10 s, at 40–70 µs of CPU per command in the first seconds
+ * and under 5 µs after (BENCHMARKS.md, 2026-11-25, issue-29-cpu). A gateway that has run for a
+ * minute no longer pays it, so the rounds start after it.
+ */
+const WARMUP_SECONDS = sized(12, 1);
 const TOOL = loadTool();
 const root = fileURLToPath(new URL('..', import.meta.url));
 

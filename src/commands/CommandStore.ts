@@ -161,6 +161,12 @@ export interface AcceptItem {
   entry: NewOutboxEntry;
   /** Claim the new entry for the caller in the same commit, leased for this many ms; absent: enqueued unclaimed. */
   leaseMs?: number;
+  /**
+   * `JSON.stringify(entry.command)`, when the caller has it already (the group commit serialises
+   * each envelope once, to bound its batches by bytes): a store that keeps the envelope as JSON
+   * uses it instead of serialising it again. Absent: the store serialises `entry.command`.
+   */
+  commandJson?: string;
 }
 
 /** What `acceptBatch` answers per item: the live record holding its id (nothing written), or the seq of its new entry. */

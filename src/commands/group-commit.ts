@@ -77,7 +77,9 @@ export class GroupCommitter {
   /** As `CommandStore.accept`, resolved once the commit holding this command is durable: the holder of the id, or the new entry's seq and whether it was claimed for the local dispatcher. */
   accept(record: IdempotencyRecord, entry: AcceptItem['entry'], nowMs: number): Promise<CommittedAccept> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ record, entry, nowMs, bytes: JSON.stringify(entry.command).length, resolve, reject });
+      // Serialised once: its length bounds the batch, and the store writes this text as it is.
+      const commandJson = JSON.stringify(entry.command);
+      this.#queue.push({ record, entry, commandJson, nowMs, bytes: commandJson.length, resolve, reject });
       if (this.#gathering && this.#queue.length >= this.#gathering.want) this.#gathering.done();
       if (this.#committing) return;
       this.#committing = true;

@@ -52,11 +52,11 @@ export class MemoryCommandStore implements CommandStore {
 
   async acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]> {
     this.#assertOpen();
-    return items.map(({ record, entry, leaseMs }) => {
+    return items.map(({ record, entry, leaseMs, commandJson }) => {
       const live = this.#live(record.id, nowMs);
       if (live) return { holder: copy(live) };
       this.#records.set(record.id, copy(record));
-      const stored = this.#insert(entry);
+      const stored = this.#insert(entry, commandJson);
       if (leaseMs !== undefined) {
         // Claimed in the same step, as claimDue would: due again only when the lease runs out.
         stored.nextAttemptMs = nowMs + leaseMs;
@@ -111,13 +111,25 @@ export class MemoryCommandStore implements CommandStore {
     });
   }
 
+  /**
+   * The first `limit` due entries of `backend` (by next attempt, then seq), copied: one pass in seq
+   * order keeping the earliest `limit` seen so far. A claim while thousands of entries wait (the
+   * dispatcher's lane at its concurrency while accepts go on) neither copies nor sorts them all.
+   */
   #due(backend: string, nowMs: number, limit: number): OutboxEntry[] {
     this.#assertOpen();
-    return [...this.#outbox.values()]
-      .filter((entry) => entry.backend === backend && entry.nextAttemptMs <= nowMs)
-      .sort((a, b) => a.nextAttemptMs - b.nextAttemptMs || a.seq - b.seq)
-      .slice(0, Math.max(0, limit))
-      .map(copy);
+    const picked: OutboxEntry[] = [];
+    if (limit <= 0) return picked;
+    for (const entry of this.#outbox.values()) {
+      if (entry.backend !== backend || entry.nextAttemptMs > nowMs) continue;
+      // Seen in seq order: one due no earlier than the last kept would go after it.
+      if (picked.length === limit && entry.nextAttemptMs >= picked[limit - 1].nextAttemptMs) continue;
+      let at = picked.length;
+      while (at > 0 && picked[at - 1].nextAttemptMs > entry.nextAttemptMs) at--;
+      picked.splice(at, 0, entry);
+      if (picked.length > limit) picked.pop();
+    }
+    return picked.map(copy);
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
@@ -170,8 +182,9 @@ export class MemoryCommandStore implements CommandStore {
     return record && record.expiresMs > nowMs ? record : undefined;
   }
 
-  #insert(entry: NewOutboxEntry): OutboxEntry {
-    const stored: OutboxEntry = { ...copy(entry), seq: ++this.#lastSeq };
+  /** Stores a copy of `entry` (`commandJson`: its envelope's JSON, when already made; every other field is a primitive). */
+  #insert(entry: NewOutboxEntry, commandJson = JSON.stringify(entry.command)): OutboxEntry {
+    const stored: OutboxEntry = { ...entry, command: JSON.parse(commandJson) as OutboxEntry['command'], seq: ++this.#lastSeq };
     this.#outbox.set(stored.seq, stored);
     return stored;
   }

@@ -195,10 +195,13 @@ export function recordValues(record: IdempotencyRecord): RecordValues {
   return [record.id, record.principal, record.fingerprint, JSON.stringify(record.answer), record.expiresMs];
 }
 
-/** An entry as `EntryValues`; with `leaseEndMs`, claimed as it is enqueued (due again when the lease ends). */
-export function entryValues(entry: NewOutboxEntry, leaseEndMs?: number): EntryValues {
+/**
+ * An entry as `EntryValues`; with `leaseEndMs`, claimed as it is enqueued (due again when the lease
+ * ends); `commandJson`, when given, is `JSON.stringify(entry.command)` already made.
+ */
+export function entryValues(entry: NewOutboxEntry, leaseEndMs?: number, commandJson?: string): EntryValues {
   return [
-    entry.id, entry.backend, JSON.stringify(entry.command), entry.principal, entry.traceparent ?? null,
+    entry.id, entry.backend, commandJson ?? JSON.stringify(entry.command), entry.principal, entry.traceparent ?? null,
     entry.acceptedMs, entry.attempts, leaseEndMs ?? entry.nextAttemptMs, entry.lastError ?? null, leaseEndMs === undefined ? 0 : 1,
   ];
 }

@@ -63,7 +63,7 @@ export class SqliteCommandStore implements CommandStore {
   async acceptBatch(items: AcceptItem[], nowMs: number): Promise<AcceptAnswer[]> {
     // One write, so inside one transaction: one synchronous=FULL commit (one fsync) for the batch.
     // A claimed entry is written claimed (due at its lease's end): no second write for the claim.
-    const rows = items.map(({ record, entry, leaseMs }): [RecordValues, EntryValues] => [recordValues(record), entryValues(entry, leaseMs === undefined ? undefined : nowMs + leaseMs)]);
+    const rows = items.map(({ record, entry, leaseMs, commandJson }): [RecordValues, EntryValues] => [recordValues(record), entryValues(entry, leaseMs === undefined ? undefined : nowMs + leaseMs, commandJson)]);
     const answers = await this.writer.run('acceptBatch', rows, nowMs);
     return answers.map((answer) => (typeof answer === 'number' ? { seq: answer } : { holder: answer }));
   }

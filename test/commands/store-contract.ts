@@ -126,6 +126,14 @@ export function outboxContract(name: string, make: () => Outbox | Promise<Outbox
       expect(await store().due('nobody', NOW, 10)).toEqual([]);
     });
 
+    it('lists due entries past a full page in order: same due time by seq, an earlier one enqueued last first', async () => {
+      for (const id of ['a', 'b', 'c', 'd', 'e']) await store().enqueue(outboxEntry(id, 'orders'));
+      await store().enqueue(outboxEntry('early', 'orders', -10));
+      expect((await store().due('orders', NOW, 3)).map((e) => e.id)).toEqual(['early', 'a', 'b']);
+      expect((await store().claimDue('orders', NOW, 2, 1000)).map((e) => e.id)).toEqual(['early', 'a']);
+      expect((await store().claimDue('orders', NOW, 10, 1000)).map((e) => e.id)).toEqual(['b', 'c', 'd', 'e']);
+    });
+
     it('reschedules a failed attempt and reports the next due time', async () => {
       const { seq } = await store().enqueue(outboxEntry('a'));
       expect(await store().nextDueMs()).toBe(NOW);
