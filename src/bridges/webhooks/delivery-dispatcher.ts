@@ -380,14 +380,16 @@ export class DeliveryDispatcher {
     await this.#o.events.disabled(id, reason, now, streak);
   }
 
-  /** After a pass: a timer at the earliest due work, at most `MAX_IDLE_MS` away (attempt ends wake the pump by themselves). */
+  /** After a pass: a timer at the earliest due work, at most `MAX_IDLE_MS` away. */
   async #armTimer(): Promise<void> {
     if (this.#closed) return;
     const next = await this.#o.queue.nextDueMs();
     if (next === undefined) return;
     const delay = next - this.#now();
-    // Due but not started: every such delivery waits for a slot, and a slot's release wakes the pump.
-    if (delay <= 0 && this.#inFlight.size > 0) return;
+    // Due but not started: it waits for a slot, and the writes that refill freed slots claim it. A
+    // retry falling due later is not `next`, and a success whose write refilled its slot wakes no
+    // one: the pump looks again within `MAX_IDLE_MS`, so that retry never waits for a slow attempt.
+    if (delay <= 0 && this.#inFlight.size > 0) return this.#setTimer(MAX_IDLE_MS);
     this.#setTimer(Math.min(Math.max(delay, 10), MAX_IDLE_MS));
   }
 

@@ -63,4 +63,35 @@ describe('dispatcher wake-ups', () => {
     // The enqueue's wake claims the first 4 (the subscription's limit); the other 36 are claimed by the outcomes' writes.
     expect(queue.claims).toBeLessThanOrEqual(3);
   });
+
+  it('claims a retry when it falls due although a slow attempt is still in flight and the successes around it woke no one', async () => {
+    // The slow receiver holds its answer far longer than the test waits: the retry must not wait for it.
+    const slow = await startReceiver(() => ({ status: 204, delayMs: 20_000 }));
+    const fast = await startReceiver(() => ({ status: 204 }));
+    const log = new MemoryEventLog();
+    await log.open();
+    const store = new MemorySubscriptionStore();
+    await store.create(subscription('slow', 'alice', { url: `http://127.0.0.1:${slow.port}/hook` }));
+    await store.create(subscription('fast', 'alice', { url: `http://127.0.0.1:${fast.port}/hook` }));
+    const queue = new MemoryDeliveryQueue();
+    await queue.open();
+    const logger = pino({ level: 'silent' });
+    const client = track(new DeliveryClient({ guard: new SsrfGuard({ allowHttp: true, allowPrivateNetworks: ['127.0.0.0/8'] }), timeoutMs: 30_000 }));
+    const dispatcher = new DeliveryDispatcher({
+      queue, subscriptions: store, client, scheduleMs: [], concurrency: 2, leaseMs: 60_000,
+      metrics: webhookMetrics(new Registry()), logger, events: new OperationalEvents(log, logger), disableAfter: { durationMs: 0, failures: 0 },
+    });
+    track({ close: () => dispatcher.close() });
+    const now = Date.now();
+    // Both slots fill with work still due (so no timer is armed then); the fast successes refill each
+    // other; the retry falls due after the last of them, while the slow attempt holds the other slot.
+    await queue.enqueue([newDelivery('s-1', 'slow', now - 20)], now);
+    await queue.enqueue(['f-1', 'f-2', 'f-3'].map((id) => newDelivery(id, 'fast', now - 10)), now);
+    await queue.enqueue([newDelivery('r', 'fast', now + 500)], now);
+    await dispatcher.start();
+    await eventually(() => fast.requests.some((request) => request.body.includes('evt-r')), 8_000);
+    expect(fast.requests).toHaveLength(4);
+    expect(slow.requests).toHaveLength(1);
+    expect(dispatcher.inFlight).toBe(1);
+  });
 });
