@@ -11,6 +11,9 @@ import * as grpc from '@grpc/grpc-js';
 import { importJWK, SignJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Admission } from '../../src/edge/admission.ts';
+import { MAX_CACHE_MS } from '../../src/edge/oauth2/introspection.ts';
+import { oauth2Defaults } from '../../src/edge/oauth2/oauth2-config.ts';
+import { OAuth2Identity } from '../../src/edge/oauth2/oauth2-identity.ts';
 import type { Principal } from '../../src/edge/credentials.ts';
 import type { SlotEnd } from '../../src/edge/quota.ts';
 import { NO_ADMISSION_METRICS } from '../../src/metrics/admission.ts';
@@ -93,6 +96,24 @@ describe('a token stream ends when its token expires', () => {
     expect(stream.error()!.metadata.get('proto-error-code')).toEqual(['UNAUTHENTICATED']);
     expect(stream.error()!.details).toMatch(/expired/);
     expect(keyStream.error()).toBeUndefined();
+  });
+});
+
+describe('an opaque token\'s stream', () => {
+  it('is asked back within the introspection cache\'s lifetime (a token revoked at the provider ends its stream then), a JWT\'s at its exp', async () => {
+    const client = { id: 'reader-svc', secret: 'reader-secret', scope: 'read' };
+    const provider = track(await startTestIdp([client]));
+    const identity = new OAuth2Identity({
+      config: oauth2Defaults({ issuer: provider.issuer, audience: ['proto-gateway', 'opaque-gateway'], clientId: 'gateway', clientSecret: 'gateway-secret' }),
+      publicUrl: () => 'http://127.0.0.1/',
+      keyIds: [],
+    });
+    const before = Date.now();
+    const opaque = await identity.verifier({ headers: { authorization: `Bearer ${await provider.opaqueToken(client)}` } });
+    expect(opaque!.tokenExpiresAtMs).toBeGreaterThan(before);
+    expect(opaque!.tokenExpiresAtMs).toBeLessThanOrEqual(Date.now() + MAX_CACHE_MS);
+    const { token: jwt, expMs } = await token(provider, 3600);
+    expect((await identity.verifier({ headers: { authorization: `Bearer ${jwt}` } }))!.tokenExpiresAtMs).toBe(expMs + 30_000);
   });
 });
 

@@ -19,7 +19,7 @@ import type { CredentialVerifier, Presented, Principal } from '../credentials.ts
 import { bearerChallenge } from './bearer-challenge.ts';
 import { claimAt, claimMapper, type MappedClaims } from './claim-mapping.ts';
 import { IdpUnavailable } from './idp-http.ts';
-import { Introspection } from './introspection.ts';
+import { Introspection, MAX_CACHE_MS } from './introspection.ts';
 import { JwksCache } from './jwks-cache.ts';
 import { HMAC_ALGORITHMS } from './oauth2-config.ts';
 import { ProviderMetadata } from './provider-metadata.ts';
@@ -113,7 +113,11 @@ export class OAuth2Identity {
   readonly verifier: CredentialVerifier = async (presented) => {
     const token = presentedToken(presented, this.#config.queryParam);
     if (token === undefined) return undefined;
-    const principal = this.#principal(looksLikeJwt(token) ? await this.#verifyJwt(token) : await this.#introspect(token));
+    const jwt = looksLikeJwt(token);
+    const principal = this.#principal(jwt ? await this.#verifyJwt(token) : await this.#introspect(token));
+    // An opaque token may be revoked at the provider before its `exp`: a stream it opens is asked
+    // to come back (and be introspected again) within the introspection cache's lifetime.
+    if (!jwt) principal.tokenExpiresAtMs = Math.min(principal.tokenExpiresAtMs!, Date.now() + MAX_CACHE_MS);
     verifiedTokens.set(principal, token);
     return principal;
   };
