@@ -21,11 +21,8 @@
  * position order from the cursor, so a filtered page or a deep cursor is never a scan of the whole
  * log; a time-only window reads `log:time` by score (cost: the window, not the log).
  *
- * Live fan-out: a dedicated connection blocks on `XREAD` of the tail and hands every append of any
- * replica to local listeners in log order; this process's own appends are handed over before
- * `append` resolves. Deliveries are serialised behind one watermark (the last delivered position):
- * anything between it and a newer entry (a reconnect, a trimmed tail) is read from the log first,
- * so there is no gap and no repeat.
+ * Live fan-out: `RedisTail` (redis-tail.ts) reads the tail on a connection of its own and hands
+ * every append of any replica to local listeners in log order, without gap or repeat.
  *
  * Every script declares every key it touches in `KEYS` (the append: each event's index keys too),
  * and every key shares the prefix's hash tag, so a Redis Cluster runs them on the prefix's slot.
@@ -47,7 +44,8 @@ import type {
   StoredEvent,
 } from './EventLog.ts';
 import { assertPageArgs, eventKeys, matchesFilter, storedEvent, type EventKeys } from './event-query.ts';
-import { ListenerSet, type ListenerErrorHandler } from './listeners.ts';
+import type { ListenerErrorHandler } from './listeners.ts';
+import { RedisTail } from './redis-tail.ts';
 import { excessEvents, expiryCutoffMs, splitAtFloor, type PruneResult, type RetentionLimits } from './retention.ts';
 
 /** Where and how the log connects. */
@@ -62,10 +60,6 @@ export interface RedisEventLogOptions extends RedisStoreOptions {
 const FIELDS = 7;
 /** Events per tail stream entry at most (an append of more writes several entries, in order). */
 const TAIL_ENTRY_EVENTS = 500;
-/** How long one `XREAD` blocks before it is issued again, in ms. */
-const BLOCK_MS = 5_000;
-/** Pause of the tail reader after an error (Redis away), in ms. */
-const READER_RETRY_MS = 250;
 /** Positions read per round trip when walking an index. */
 const MAX_CHUNK = 1_000;
 /** Events deleted per transaction by `prune`. */
@@ -155,15 +149,9 @@ interface Row {
 export class RedisEventLog implements EventLog, RetainingLog {
   readonly #options: RedisEventLogOptions;
   readonly #keys: Record<'seq' | 'ids' | 'ev' | 'all' | 'added' | 'time' | 'cp' | 'tail' | 'clock' | 'ix' | 'minutes' | 'hours' | 'bucketsBuilt' | 'bucketsSwept', string>;
-  readonly #listeners: ListenerSet;
+  readonly #tail: RedisTail;
   #buckets: RedisTimeBuckets;
   #client: Redis | undefined;
-  #blocking: Redis | undefined;
-  #reader: Promise<void> | undefined;
-  /** The last position handed to local listeners. */
-  #delivered = 0;
-  /** Serialises deliveries, so listeners see the log in order. */
-  #deliveries: Promise<void> = Promise.resolve();
 
   /** @param options see `RedisEventLogOptions`. */
   constructor(options: RedisEventLogOptions) {
@@ -174,28 +162,31 @@ export class RedisEventLog implements EventLog, RetainingLog {
       cp: `${p}cp`, tail: `${p}tail`, clock: `${p}clock`, ix: `${p}ix:`, minutes: `${p}tb:m`, hours: `${p}tb:h`, bucketsBuilt: `${p}tb:built`, bucketsSwept: `${p}tb:swept`,
     };
     this.#buckets = new RedisTimeBuckets({ ...this.#keys, built: this.#keys.bucketsBuilt, swept: this.#keys.bucketsSwept });
-    this.#listeners = new ListenerSet(options.onListenerError);
+    this.#tail = new RedisTail({
+      key: this.#keys.tail,
+      query: (after, limit) => this.query({}, after, limit),
+      parse: parseRow,
+      onListenerError: options.onListenerError,
+    });
   }
 
   /** Connects (a command connection and a blocking one for the tail) and starts the tail reader. Idempotent. */
   async open(): Promise<void> {
     if (this.#client) return;
     const client = await connectStore(this.#options, 'commands');
-    let blocking: Redis;
+    let blocking: Redis | undefined;
     try {
       blocking = await connectStore(this.#options, 'blocking');
-      const last = await client.xrevrange(this.#keys.tail, '+', '-', 'COUNT', 1);
-      this.#delivered = last.length > 0 ? Number(last[0][0].split('-')[0]) : 0;
       await this.#buckets.backfill(client);
       await this.#buckets.sweep(client);
+      this.#client = client;
+      await this.#tail.start(client, blocking);
     } catch (err) {
+      this.#client = undefined;
+      blocking?.disconnect();
       await closeRedis(client);
       throw err;
     }
-    this.#client = client;
-    this.#blocking = blocking;
-    this.#deliveries = Promise.resolve();
-    this.#reader = this.#readTail(blocking);
   }
 
   async append(batch: NewEvent[], checkpoint?: Checkpoint): Promise<AppendResult> {
@@ -218,7 +209,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
     positions.forEach((position, i) => {
       if (position > 0) appended.push(storedEvent(position, batch[i].backend, batch[i].event));
     });
-    if (appended.length > 0) await this.#deliver(appended);
+    if (appended.length > 0) await this.#tail.deliver(appended);
     return { appended, duplicates: batch.length - appended.length };
   }
 
@@ -274,7 +265,7 @@ export class RedisEventLog implements EventLog, RetainingLog {
 
   /** `listener` sees every later append of any replica on this prefix, in log order. */
   subscribe(listener: LogListener): () => void {
-    return this.#listeners.subscribe(listener);
+    return this.#tail.subscribe(listener);
   }
 
   /**
@@ -306,16 +297,8 @@ export class RedisEventLog implements EventLog, RetainingLog {
   /** Stops the tail reader and closes both connections; drops the listeners. Safe to call twice. */
   async close(): Promise<void> {
     const client = this.#client;
-    const blocking = this.#blocking;
-    const reader = this.#reader;
     this.#client = undefined;
-    this.#blocking = undefined;
-    this.#reader = undefined;
-    this.#listeners.clear();
-    // A blocked XREAD would hold QUIT back for up to BLOCK_MS: cut the connection instead.
-    blocking?.disconnect();
-    await reader;
-    await this.#deliveries.catch(() => {});
+    await this.#tail.stop();
     if (client) await closeRedis(client);
   }
 
@@ -394,61 +377,6 @@ export class RedisEventLog implements EventLog, RetainingLog {
       if (positions.length > 0) yield positions;
       if (positions.length < chunk) return;
       cursor = positions[positions.length - 1];
-    }
-  }
-
-  /** Hands `appended` (this process's append) to listeners after everything before it. */
-  #deliver(appended: StoredEvent[]): Promise<void> {
-    const run = this.#deliveries.then(() => this.#deliverInOrder(appended));
-    this.#deliveries = run.catch(() => {});
-    return run.catch(() => {});
-  }
-
-  /** Delivers `events` (one append, ascending), first filling any gap from the log. */
-  async #deliverInOrder(events: StoredEvent[]): Promise<void> {
-    const first = events[0].position;
-    if (first > this.#delivered + 1) await this.#fill(first - 1);
-    const fresh = events.filter((stored) => stored.position > this.#delivered);
-    if (fresh.length === 0) return;
-    this.#delivered = fresh[fresh.length - 1].position;
-    this.#listeners.notify(fresh);
-  }
-
-  /** Delivers the log's events after the watermark up to `until` (a reconnect or a trimmed tail). */
-  async #fill(until: number): Promise<void> {
-    while (this.#delivered < until && this.#client) {
-      const page = await this.query({}, this.#delivered, Math.min(until - this.#delivered, MAX_CHUNK));
-      const events = page.events.filter((stored) => stored.position <= until);
-      if (events.length === 0) {
-        this.#delivered = until; // pruned meanwhile: nothing left to hand over
-        return;
-      }
-      this.#delivered = events[events.length - 1].position;
-      this.#listeners.notify(events);
-    }
-  }
-
-  /** The tail reader: blocks on the stream after the watermark; resumes after errors until closed. */
-  async #readTail(blocking: Redis): Promise<void> {
-    while (this.#blocking === blocking) {
-      try {
-        const reply = (await blocking.xread('COUNT', 100, 'BLOCK', BLOCK_MS, 'STREAMS', this.#keys.tail, `${this.#delivered}-0`)) as
-          | Array<[string, Array<[string, string[]]>]>
-          | null;
-        if (!reply) continue;
-        for (const [, entries] of reply) {
-          for (const [, fields] of entries) {
-            const events: StoredEvent[] = [];
-            for (let i = 0; i < fields.length; i += 2) events.push(parseRow(Number(fields[i]), fields[i + 1]));
-            const run = this.#deliveries.then(() => this.#deliverInOrder(events));
-            this.#deliveries = run.catch(() => {});
-            await run;
-          }
-        }
-      } catch {
-        if (this.#blocking !== blocking) return;
-        await new Promise((resolve) => setTimeout(resolve, READER_RETRY_MS));
-      }
     }
   }
 
