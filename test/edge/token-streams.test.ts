@@ -5,8 +5,6 @@
  * streams (their tokens are checked anew when they reconnect), a reload that only adds a key does
  * not. Against a real OpenID provider on loopback (its signing key signs the short-lived tokens).
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { importJWK, SignJWT } from 'jose';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -17,7 +15,7 @@ import { OAuth2Identity } from '../../src/edge/oauth2/oauth2-identity.ts';
 import type { Principal } from '../../src/edge/credentials.ts';
 import type { SlotEnd } from '../../src/edge/quota.ts';
 import { NO_ADMISSION_METRICS } from '../../src/metrics/admission.ts';
-import { closeAll, eventually, gatewayYaml, startTestGateway, tempDir, track } from '../support/gateway.ts';
+import { closeAll, eventually, gatewayYaml, reloadable, startTestGateway, track } from '../support/gateway.ts';
 import { grpcClient, subscribe } from '../support/grpc.ts';
 import { startTestIdp, type TestIdp } from '../support/oidc-provider.ts';
 
@@ -58,13 +56,6 @@ async function openStream(url: string, headers: Record<string, string>) {
     for (;;) if ((await reader.read()).done) break;
   })().catch(() => {}).finally(() => (endedAt = Date.now()));
   return { ended: () => endedAt !== undefined, endedAt: () => endedAt };
-}
-
-async function reloadable(text: string) {
-  const file = join(tempDir(), 'gateway.yaml');
-  writeFileSync(file, text);
-  const gw = await startTestGateway(text, {}, file);
-  return { gw, rewrite: (next: string) => (writeFileSync(file, next), gw.reload('test')) };
 }
 
 describe('a token stream ends when its token expires', () => {

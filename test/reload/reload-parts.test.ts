@@ -6,28 +6,18 @@
  * OAuth2 settings, and the runtime-registered services a reload leaves alone.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { importJWK, SignJWT } from 'jose';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { GatewayOptions } from '../../src/app.ts';
 import { connect } from '../bridges/mcp/support.ts';
 import { startReceiver, subscribe, tableResolver } from '../bridges/webhooks/support.ts';
 import { authorizePayment, envelope, exampleBackends, post, protoBackend, scriptedBackend, sendJson } from '../commands/support.ts';
-import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, tempDir, track } from '../support/gateway.ts';
+import { closeAll, eventually, gatewayYaml, getJson, reloadable, track } from '../support/gateway.ts';
 import { startTestIdp } from '../support/oidc-provider.ts';
 import { sseRecords } from '../support/sse.ts';
 import { deletePrefix, randomPrefix, SHARED_REDIS_URL } from '../support/redis.ts';
 
 afterEach(closeAll);
-
-async function reloadable(yaml: string, options: GatewayOptions = {}) {
-  const file = join(tempDir(), 'gateway.yaml');
-  writeFileSync(file, yaml);
-  const gw = await startTestGateway(yaml, {}, file, options);
-  return { gw, rewrite: (text: string) => (writeFileSync(file, text), gw.reload('test')) };
-}
 
 function legacy(url: string, path: string, extra = ''): string {
   return `backends:

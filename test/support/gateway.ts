@@ -2,7 +2,7 @@
  * Starts a real gateway on 127.0.0.1:0 from YAML text, with a silent logger and the memory store
  * unless the YAML says otherwise. Every test gateway is closed by `closeAll()` (afterEach).
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -32,6 +32,14 @@ export async function startTestGateway(
   const gateway = await startGateway(config, { logger: pino({ level: 'silent' }), ...options });
   track(gateway);
   return gateway;
+}
+
+/** A gateway started from a file of `yaml`; `rewrite(text)` writes the file anew and reloads it (`gateway.reload`). */
+export async function reloadable(yaml: string, options: GatewayOptions = {}) {
+  const file = join(tempDir(), 'gateway.yaml');
+  writeFileSync(file, yaml);
+  const gw = await startTestGateway(yaml, {}, file, options);
+  return { gw, rewrite: (text: string) => (writeFileSync(file, text), gw.reload('test')) };
 }
 
 /** Registers anything with `close()` to be closed by `closeAll()`. */

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { track } from '../support/gateway.ts';
+import { expect } from 'vitest';
 
 /** OTLP span kinds (opentelemetry-proto `Span.SpanKind`). */
 export const KIND = { INTERNAL: 1, SERVER: 2, CLIENT: 3, PRODUCER: 4, CONSUMER: 5 } as const;
@@ -110,4 +111,11 @@ function attributesOf(list: Array<{ key: string; value: OtlpValue }> | undefined
 /** The `traceparent` naming a span (sampled). */
 export function traceparentOfSpan(span: Pick<ExportedSpan, 'traceId' | 'spanId'>): string {
   return `00-${span.traceId}-${span.spanId}-01`;
+}
+
+/** The one span of `spans` that `predicate` picks (`what` names it in the failure). */
+export function one(spans: ExportedSpan[], predicate: (span: ExportedSpan) => boolean, what: string): ExportedSpan {
+  const found = spans.filter(predicate);
+  expect(found, what).toHaveLength(1);
+  return found[0]!;
 }

@@ -19,7 +19,7 @@ import { startReceiver } from '../bridges/webhooks/support.ts';
 import { closeAll, eventually, freePort, tempDir } from '../support/gateway.ts';
 import { spawnGateway } from '../support/process.ts';
 import { sseRecords, type SseRecord } from '../support/sse.ts';
-import { KIND, startOtlpReceiver, traceparentOfSpan, type ExportedSpan, type OtlpReceiver } from './support.ts';
+import { KIND, one, startOtlpReceiver, traceparentOfSpan, type ExportedSpan, type OtlpReceiver } from './support.ts';
 
 afterEach(closeAll);
 
@@ -113,12 +113,6 @@ async function sendCommand(base: string): Promise<string> {
   const res = await post(`${base}commands`, command, { 'x-api-key': API_KEY, traceparent: CALLER_TRACEPARENT });
   expect(res.status).toBe(201);
   return id;
-}
-
-function one(spans: ExportedSpan[], predicate: (span: ExportedSpan) => boolean, what: string): ExportedSpan {
-  const found = spans.filter(predicate);
-  expect(found, what).toHaveLength(1);
-  return found[0]!;
 }
 
 describe('OpenTelemetry traces', () => {

@@ -13,7 +13,7 @@ import { exampleBackends, FAST_DISPATCH, ordersBackend, placeOrder, protoBackend
 import { connect, KEY, toolJson } from '../bridges/mcp/support.ts';
 import { closeAll, eventually, gatewayYaml, startTestGateway } from '../support/gateway.ts';
 import { grpcClient, subscribe, unary } from '../support/grpc.ts';
-import { KIND, startOtlpReceiver, type ExportedSpan } from './support.ts';
+import { KIND, one, startOtlpReceiver } from './support.ts';
 
 let tracing: Tracing | undefined;
 afterEach(async () => {
@@ -22,12 +22,6 @@ afterEach(async () => {
 });
 
 const CALLER_TRACE = '0af7651916cd43dd8448eb211c80319c';
-
-function one(spans: ExportedSpan[], predicate: (span: ExportedSpan) => boolean, what: string): ExportedSpan {
-  const found = spans.filter(predicate);
-  expect(found, what).toHaveLength(1);
-  return found[0]!;
-}
 
 describe('server spans of every transport', () => {
   it('a gRPC SubmitCommand, an MCP tools/call and an A2A SendMessage each open a server span, parent of the accept (and a gRPC Subscribe one for the stream); gRPC, MCP and A2A deliveries link to the event', async () => {

@@ -39,22 +39,28 @@ class CountingQueue extends MemoryDeliveryQueue {
   }
 }
 
+/** A started dispatcher of `queue` over `subscriptions` (real delivery client on loopback), closed after the test. */
+async function startDispatcher(queue: MemoryDeliveryQueue, subscriptions: MemorySubscriptionStore, concurrency: number, timeoutMs: number): Promise<DeliveryDispatcher> {
+  const log = new MemoryEventLog();
+  await log.open();
+  const logger = pino({ level: 'silent' });
+  const client = track(new DeliveryClient({ guard: new SsrfGuard({ allowHttp: true, allowPrivateNetworks: ['127.0.0.0/8'] }), timeoutMs }));
+  const dispatcher = new DeliveryDispatcher({
+    queue, subscriptions, client, scheduleMs: [], concurrency, leaseMs: 60_000,
+    metrics: webhookMetrics(new Registry()), logger, events: new OperationalEvents(log, logger), disableAfter: { durationMs: 0, failures: 0 },
+  });
+  track({ close: () => dispatcher.close() });
+  await dispatcher.start();
+  return dispatcher;
+}
+
 describe('dispatcher wake-ups', () => {
   it('does not claim again after each successful attempt: the write of its outcome refilled the slot', async () => {
     const receiver = await startReceiver(() => ({ status: 204 }));
-    const log = new MemoryEventLog();
-    await log.open();
     const store = new MemorySubscriptionStore();
     await store.create(subscription('s1', 'alice', { url: `http://127.0.0.1:${receiver.port}/hook` }));
     const queue = new CountingQueue();
-    const logger = pino({ level: 'silent' });
-    const client = track(new DeliveryClient({ guard: new SsrfGuard({ allowHttp: true, allowPrivateNetworks: ['127.0.0.0/8'] }), timeoutMs: 5000 }));
-    const dispatcher = new DeliveryDispatcher({
-      queue, subscriptions: store, client, scheduleMs: [], concurrency: 64, leaseMs: 10_000,
-      metrics: webhookMetrics(new Registry()), logger, events: new OperationalEvents(log, logger), disableAfter: { durationMs: 0, failures: 0 },
-    });
-    track({ close: () => dispatcher.close() });
-    await dispatcher.start();
+    const dispatcher = await startDispatcher(queue, store, 64, 5_000);
     const now = Date.now();
     await queue.enqueue(Array.from({ length: 40 }, (_, i) => newDelivery(`d-${i}`, 's1', now)), now);
     dispatcher.wake();
@@ -68,27 +74,18 @@ describe('dispatcher wake-ups', () => {
     // The slow receiver holds its answer far longer than the test waits: the retry must not wait for it.
     const slow = await startReceiver(() => ({ status: 204, delayMs: 20_000 }));
     const fast = await startReceiver(() => ({ status: 204 }));
-    const log = new MemoryEventLog();
-    await log.open();
     const store = new MemorySubscriptionStore();
     await store.create(subscription('slow', 'alice', { url: `http://127.0.0.1:${slow.port}/hook` }));
     await store.create(subscription('fast', 'alice', { url: `http://127.0.0.1:${fast.port}/hook` }));
     const queue = new MemoryDeliveryQueue();
     await queue.open();
-    const logger = pino({ level: 'silent' });
-    const client = track(new DeliveryClient({ guard: new SsrfGuard({ allowHttp: true, allowPrivateNetworks: ['127.0.0.0/8'] }), timeoutMs: 30_000 }));
-    const dispatcher = new DeliveryDispatcher({
-      queue, subscriptions: store, client, scheduleMs: [], concurrency: 2, leaseMs: 60_000,
-      metrics: webhookMetrics(new Registry()), logger, events: new OperationalEvents(log, logger), disableAfter: { durationMs: 0, failures: 0 },
-    });
-    track({ close: () => dispatcher.close() });
     const now = Date.now();
     // Both slots fill with work still due (so no timer is armed then); the fast successes refill each
     // other; the retry falls due after the last of them, while the slow attempt holds the other slot.
     await queue.enqueue([newDelivery('s-1', 'slow', now - 20)], now);
     await queue.enqueue(['f-1', 'f-2', 'f-3'].map((id) => newDelivery(id, 'fast', now - 10)), now);
     await queue.enqueue([newDelivery('r', 'fast', now + 500)], now);
-    await dispatcher.start();
+    const dispatcher = await startDispatcher(queue, store, 2, 30_000);
     await eventually(() => fast.requests.some((request) => request.body.includes('evt-r')), 8_000);
     expect(fast.requests).toHaveLength(4);
     expect(slow.requests).toHaveLength(1);
