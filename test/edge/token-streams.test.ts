@@ -144,11 +144,17 @@ describe('QuotaPool: token slots', () => {
       ends.push(reason);
       slot.release();
     });
+    // A hostile exp far beyond any timer (a token claiming to live for ever) never ends early, nor spins.
+    const forever: SlotEnd[] = [];
+    const farSlot = pool.take(principal(Number.MAX_VALUE), (reason) => forever.push(reason));
     vi.advanceTimersByTime(25 * 86_400_000);
     expect(ends).toEqual([]);
     vi.advanceTimersByTime(5 * 86_400_000);
     expect(ends).toEqual(['expired']);
+    expect(forever).toEqual([]);
+    farSlot.release();
     expect(pool.size).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('an already expired token ends on a later turn, never inside take; a released slot is never ended; revokeTokens ends token slots only', () => {

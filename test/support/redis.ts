@@ -267,3 +267,15 @@ export function onRedisCluster(define: (cluster: () => LocalRedisCluster) => voi
     });
   });
 }
+
+/** Two stores of one prefix (two replicas), opened for `body` and closed after it, whatever it does. */
+export async function withReplicas<S extends { open(): Promise<void>; close(): Promise<void> }>(one: S, two: S, body: (one: S, two: S) => Promise<void>): Promise<void> {
+  await one.open();
+  await two.open();
+  try {
+    await body(one, two);
+  } finally {
+    await one.close();
+    await two.close();
+  }
+}

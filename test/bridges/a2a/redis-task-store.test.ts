@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { TaskStoreLimits } from '../../../src/bridges/a2a/open-task-store.ts';
 import { RedisTaskStore } from '../../../src/bridges/a2a/redis-task-store.ts';
 import { RedisScript } from '../../../src/storage/redis-script.ts';
-import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL, withReplicas } from '../../support/redis.ts';
 import { caller, task, taskStoreContract } from './task-store-contract.ts';
 
 taskStoreContract('redis', (limits) => {
@@ -14,16 +14,8 @@ taskStoreContract('redis', (limits) => {
 /** Two stores on one fresh prefix (two replicas), opened for `body` and closed after it; the prefix is deleted. */
 async function twoReplicas(limits: TaskStoreLimits, body: (one: RedisTaskStore, two: RedisTaskStore) => Promise<void>): Promise<void> {
   const prefix = randomPrefix();
-  const one = new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits);
   const two = deletingPrefixOnClose(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), prefix);
-  await one.open();
-  await two.open();
-  try {
-    await body(one, two);
-  } finally {
-    await one.close();
-    await two.close();
-  }
+  await withReplicas(new RedisTaskStore({ url: SHARED_REDIS_URL, prefix }, limits), two, body);
 }
 
 describe('RedisTaskStore across replicas', () => {

@@ -9,7 +9,7 @@ import { RedisDeliveryQueue } from '../../../src/bridges/webhooks/redis-delivery
 import { taggedPrefix } from '../../../src/storage/redis.ts';
 import { RedisScript } from '../../../src/storage/redis-script.ts';
 import { checkDeclaredKeys } from '../../support/declared-keys.ts';
-import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL } from '../../support/redis.ts';
+import { deletingPrefixOnClose, randomPrefix, SHARED_REDIS_URL, withReplicas } from '../../support/redis.ts';
 import { newDelivery } from './delivery-queue-contract.ts';
 
 checkDeclaredKeys();
@@ -19,16 +19,8 @@ const T = 1_000_000;
 /** Two replicas of one fresh queue, opened for `body` and closed after it; the keys are deleted. */
 async function twoReplicas(body: (one: RedisDeliveryQueue, two: RedisDeliveryQueue) => Promise<void>): Promise<void> {
   const prefix = taggedPrefix(randomPrefix());
-  const one = new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix });
   const two = deletingPrefixOnClose(new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix }), prefix);
-  await one.open();
-  await two.open();
-  try {
-    await body(one, two);
-  } finally {
-    await one.close();
-    await two.close();
-  }
+  await withReplicas(new RedisDeliveryQueue({ url: SHARED_REDIS_URL, prefix }), two, body);
 }
 
 /** Runs `change` once, just before the next script runs (after the queue read what it declares). */
