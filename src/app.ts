@@ -256,7 +256,7 @@ async function assemble(input: AssembleInput) {
   const commands = await createCommandPath({ config, publicUrl, backends, log, registry, logger, access, onProduced: (backend, types) => catalogue.addProduced(backend, types) });
   for (const component of commands.components) life.add(component);
   const tail = createLiveTail({ log, aliases: commands.aliases, logger, life });
-  const sse = createSse({ config: config.sse, admission, tail, backends, correlationAliases: commands.aliases, ...common });
+  const sse = createSse({ config: config.sse, admission, tail, backends, correlationAliases: commands.aliases, access, ...common });
   const eventPages = { log, events: config.events, correlationAliases: commands.store };
   const mcp = await createMcp({
     config: config.mcp,
@@ -265,7 +265,7 @@ async function assemble(input: AssembleInput) {
     surface: {
       commands,
       queries,
-      events: { catalogue, page: (query) => readEventPage(eventPages, query), filter: (query) => filterOf(query, undefined) },
+      events: { catalogue, page: (query, visible) => readEventPage(eventPages, query, undefined, visible), filter: (query) => filterOf(query, undefined) },
       manifest,
       tail,
       access,
@@ -283,7 +283,7 @@ async function assemble(input: AssembleInput) {
     tokenUrl,
     ...common,
   });
-  grpc = createGrpc({ config, tail, log, aliases: commands.aliases, ingestion: commands.ingestion, admission, ...common });
+  grpc = createGrpc({ config, tail, log, aliases: commands.aliases, ingestion: commands.ingestion, admission, access, ...common });
   const guardOf = (origins: string[]) => createOriginGuard({ publicUrl, corsOrigins: origins, allowedHosts: config.mcp.allowedHosts });
   // The origin guard of the current generation (a reload replaces it with the CORS origins).
   let currentGuard = guardOf(config.server.cors.origins);

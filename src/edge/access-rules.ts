@@ -28,12 +28,20 @@ export interface EventTarget {
   type: string;
 }
 
+/**
+ * Whether a caller sees one event of the log, by the backend it came from (undefined: it belongs to
+ * no backend, such as the gateway's operational events) and its type.
+ */
+export type EventVisibility = (backend: string | undefined, type: string) => boolean;
+
 /** What one caller sees: the catalogue filters of per-caller catalogues. */
 export interface CallerView {
   command(target: AccessTarget): boolean;
   query(target: AccessTarget): boolean;
   backend(backendId: string): boolean;
   event(target: EventTarget): boolean;
+  /** The events of the log it sees (`AccessRules.eventsSeenBy`). */
+  log: EventVisibility;
 }
 
 /** The access lists of one configuration. */
@@ -89,9 +97,18 @@ export class AccessRules {
    * backend produce it, one of those commands (the failure type of a hidden command is hidden too).
    */
   event(principal: Principal, target: EventTarget): boolean {
+    if (this.#backends.size === 0 && this.#commands.size === 0) return true;
     if (!this.backend(principal, target.backend)) return false;
     const producers = this.#producers.get(keyOf(target.backend, target.type));
     return producers === undefined || producers.some((schema) => this.command(principal, { backend: target.backend, schema }));
+  }
+
+  /**
+   * The events of the log `principal` sees: those of no backend, and those whose type it sees in the
+   * event catalogue (`event`). Read at every event, so a reload's rules apply to open streams too.
+   */
+  eventsSeenBy(principal: Principal): EventVisibility {
+    return (backend, type) => backend === undefined || this.event(principal, { backend, type });
   }
 
   /** Whether `principal` sees the backend at all. */
@@ -106,6 +123,7 @@ export class AccessRules {
       query: (target) => this.query(principal, target),
       backend: (backendId) => this.backend(principal, backendId),
       event: (target) => this.event(principal, target),
+      log: this.eventsSeenBy(principal),
     };
   }
 

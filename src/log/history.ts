@@ -3,6 +3,7 @@
  * `events.pageSize.max`, and opaque keyset cursors bound to the filters.
  */
 import type { EventsConfig } from '../config/types.ts';
+import type { EventVisibility } from '../edge/access-rules.ts';
 import type { CloudEvent, EventFilter, EventLog } from './EventLog.ts';
 import { decodeCursor, encodeCursor, filterKey } from './cursor.ts';
 
@@ -24,16 +25,34 @@ export interface HistoryRequest {
    * appears between two pages.
    */
   correlationAliases?: string[];
+  /**
+   * The events the caller sees (per-caller catalogues); the others are left out of the page as if
+   * they did not match. Undefined: every event.
+   */
+  visible?: EventVisibility;
 }
+
+/** Log reads one page may take to fill itself when the caller sees few of the matching events. */
+export const MAX_READS_PER_PAGE = 8;
 
 /** Reads one page of history; throws `INVALID_CURSOR` for a cursor made for other filters. */
 export async function readHistory(log: EventLog, pageSize: EventsConfig['pageSize'], request: HistoryRequest): Promise<EventList> {
   const key = filterKey(request.filter);
   const after = request.after === undefined ? 0 : decodeCursor(request.after, key);
   const limit = Math.min(request.limit ?? pageSize.default, pageSize.max);
-  const page = await log.query(withAliases(request.filter, request.correlationAliases), after, limit);
-  const list: EventList = { events: page.events.map((stored) => stored.event) };
-  if (page.next !== undefined) list.nextCursor = encodeCursor(page.next, key);
+  const filter = withAliases(request.filter, request.correlationAliases);
+  const { visible } = request;
+  const events: CloudEvent[] = [];
+  let position: number | undefined = after;
+  // Events the caller does not see are skipped, and the page reads on to fill itself (a bounded
+  // number of reads: a short page with a cursor is still a correct page).
+  for (let reads = 0; position !== undefined && events.length < limit && reads < MAX_READS_PER_PAGE; reads++) {
+    const page = await log.query(filter, position, limit - events.length);
+    for (const stored of page.events) if (visible === undefined || visible(stored.backend, stored.event.type)) events.push(stored.event);
+    position = page.next;
+  }
+  const list: EventList = { events };
+  if (position !== undefined) list.nextCursor = encodeCursor(position, key);
   return list;
 }
 

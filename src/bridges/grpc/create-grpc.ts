@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { GatewayConfig } from '../../config/types.ts';
+import type { AccessRules } from '../../edge/access-rules.ts';
 import type { Admission } from '../../edge/admission.ts';
 import type { Lifecycle } from '../../lifecycle.ts';
 import type { EventLog } from '../../log/EventLog.ts';
@@ -20,6 +21,8 @@ export interface GrpcDeps {
   ingestion: CommandIngestion;
   /** The one admission path: callers, RPC scopes and the stream pool. */
   admission: Admission;
+  /** Per-caller catalogues: what each caller's ListEvents and Subscribe carry. */
+  access?: Pick<AccessRules, 'eventsSeenBy'>;
   registry: Registry;
   logger: Logger;
   life: Lifecycle;
@@ -43,5 +46,6 @@ export function createGrpc(deps: GrpcDeps): GrpcBridge | undefined {
     closeOnTerminal: config.sse.closeOnTerminal,
     metrics: grpcMetrics(deps.registry),
     logger: deps.logger.child({ component: 'grpc' }),
+    access: deps.access,
   }));
 }

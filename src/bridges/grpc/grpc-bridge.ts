@@ -29,6 +29,7 @@ import type { Logger } from 'pino';
 import type { CommandIngestion } from '../../commands/ingestion.ts';
 import type { EventsConfig, GatewayConfig } from '../../config/types.ts';
 import { ProtoError } from '../../errors.ts';
+import type { AccessRules } from '../../edge/access-rules.ts';
 import { presentedOfMetadata, type Admission } from '../../edge/admission.ts';
 import type { Principal } from '../../edge/credentials.ts';
 import type { Operation } from '../../edge/operations.ts';
@@ -75,6 +76,8 @@ export interface GrpcBridgeOptions {
   closeOnTerminal: boolean;
   metrics: GrpcMetrics;
   logger: Logger;
+  /** Per-caller catalogues: ListEvents and Subscribe carry only the events the caller sees (default: every event). */
+  access?: Pick<AccessRules, 'eventsSeenBy'>;
 }
 
 interface SubscribeRequest {
@@ -118,7 +121,7 @@ export class GrpcBridge {
         this.#o.metrics.rpc('Subscribe', statusName(error.code!));
         if (!call.cancelled && !call.destroyed) call.emit('error', error);
       }),
-      ListEvents: this.#unary('ListEvents', 'grpc.ListEvents', (request: ListEventsRequest) => this.#listEvents(request)),
+      ListEvents: this.#unary('ListEvents', 'grpc.ListEvents', (request: ListEventsRequest, principal) => this.#listEvents(request, principal)),
       SubmitCommand: this.#unary('SubmitCommand', 'grpc.SubmitCommand', (request: ProtoCloudEvent, principal) => this.#submit(request, principal)),
     });
     this.#health.addToServer(this.#server);
@@ -195,13 +198,13 @@ export class GrpcBridge {
     };
   }
 
-  async #listEvents(request: ListEventsRequest): Promise<{ events: ProtoCloudEvent[]; next_cursor: string }> {
+  async #listEvents(request: ListEventsRequest, principal: Principal): Promise<{ events: ProtoCloudEvent[]; next_cursor: string }> {
     const filter = eventFilter(request);
     if (request.from) filter.fromMs = timeOf(request.from, 'from');
     if (request.to) filter.toMs = timeOf(request.to, 'to');
     if (request.limit !== undefined && request.limit < 0) throw new ProtoError('INVALID_PARAMETER', 'limit must not be negative', { parameter: 'limit' });
     const correlationAliases = filter.correlationId === undefined ? undefined : await this.#o.aliases.aliasesOf(filter.correlationId);
-    const page = await readHistory(this.#o.log, this.#o.events.pageSize, { filter, limit: request.limit || undefined, after: request.after || undefined, correlationAliases });
+    const page = await readHistory(this.#o.log, this.#o.events.pageSize, { filter, limit: request.limit || undefined, after: request.after || undefined, correlationAliases, visible: this.#o.access?.eventsSeenBy(principal) });
     return { events: page.events.map(toProtoEvent), next_cursor: page.nextCursor ?? '' };
   }
 
@@ -234,10 +237,11 @@ export class GrpcBridge {
     // The server span of the whole stream (each event it carries is a delivery span of its own).
     const span = startRpcServerSpan('grpc', EVENT_GATEWAY_SERVICE, 'Subscribe', call.metadata.getMap());
     let slot: Slot;
+    let principal: Principal;
     let writer: GrpcStreamWriter | undefined;
     let revoked: SlotEnd | undefined;
     try {
-      const principal = await this.#principal(call.metadata, 'grpc.Subscribe');
+      principal = await this.#principal(call.metadata, 'grpc.Subscribe');
       if (this.#closing || this.#o.tail.closed) throw new ProtoError('NOT_READY', 'the gateway is shutting down');
       // A reload that revokes the caller's credentials, or its token's expiry, ends the stream (at
       // once, or as soon as it is attached).
@@ -285,6 +289,7 @@ export class GrpcBridge {
       connection: writer,
       encoding: PROTO_ENCODING,
       filter,
+      visible: this.#o.access?.eventsSeenBy(principal),
       closeOnTerminal: this.#o.closeOnTerminal,
       maxHeldBytes: this.#o.maxBufferedBytes,
       metrics,

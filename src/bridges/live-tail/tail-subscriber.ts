@@ -20,6 +20,7 @@
  * sent at once, out of log order, without moving the cursor, so nothing is lost (a client that
  * resumes from such an event may see later ones again).
  */
+import type { EventVisibility } from '../../edge/access-rules.ts';
 import { MAX_CORRELATION_IDS, type CloudEvent, type EventFilter, type EventLog } from '../../log/EventLog.ts';
 import { recordDelivery } from '../../telemetry/tracing.ts';
 import { matchesFilter } from '../../log/event-query.ts';
@@ -67,6 +68,11 @@ export interface TailSubscriberOptions<F> {
    * `correlationIds` while the subscription is open (a correlation alias learnt meanwhile).
    */
   filter: EventFilter;
+  /**
+   * The events the caller sees (per-caller catalogues, `AccessRules.eventsSeenBy`): the others are
+   * passed over, live and in replay, as if they did not match the filter. Undefined: every event.
+   */
+  visible?: EventVisibility;
   /** End the stream after a terminal event when the filter has a correlation id (`sse.closeOnTerminal`). */
   closeOnTerminal: boolean;
   /** Bytes of live events held while catching up before they are dropped and re-read from the log. */
@@ -121,7 +127,7 @@ export class TailSubscriber<F> {
     if (this.#connection.closed) return;
     this.#firstOffered ??= event.position;
     this.#lastOffered = event.position;
-    if (!matchesFilter(event.keys, this.#options.filter)) return;
+    if (!matchesFilter(event.keys, this.#options.filter) || !this.#sees(event.keys.backend, event.keys.type)) return;
     if (this.#live) this.#sendLive(event);
     else this.#hold(event);
   }
@@ -216,6 +222,11 @@ export class TailSubscriber<F> {
     const page = await this.#options.source.query(this.#options.filter, this.#cursor, REPLAY_PAGE_SIZE);
     for (const stored of page.events) {
       if (stored.position <= this.#cursor) continue;
+      if (!this.#sees(stored.backend, stored.event.type)) {
+        // Passed over, so the next page starts after it (a page of nothing visible still moves on).
+        this.#cursor = stored.position;
+        continue;
+      }
       if (!(await this.#sendPaced(stored.position, stored.event, this.#options.encoding.encode(stored.event)))) return false;
     }
     return page.next !== undefined;
@@ -238,6 +249,7 @@ export class TailSubscriber<F> {
       const page = await this.#options.source.query({ ...rest, correlationIds: aliases }, after, REPLAY_PAGE_SIZE);
       for (const stored of page.events) {
         if (stored.position > upTo) return;
+        if (!this.#sees(stored.backend, stored.event.type)) continue;
         if (stored.position > this.#cursor) this.#hold(new TailEvent(stored));
         else if (!sent.has(stored.position) && !(await this.#sendBehind(stored.position, stored.event, this.#options.encoding.encode(stored.event)))) return;
       }
@@ -253,6 +265,11 @@ export class TailSubscriber<F> {
     this.#options.metrics.sent(1);
     this.#delivered(event);
     return !this.#endIfTerminal(event.type);
+  }
+
+  /** Whether the caller sees an event (`visible`). */
+  #sees(backend: string | undefined, type: string): boolean {
+    return this.#options.visible === undefined || this.#options.visible(backend, type);
   }
 
   /** Holds an offered event (or a late alias's), in log order; drops them all past the byte bound. */

@@ -80,7 +80,7 @@ export async function readResource(surface: Pick<ToolSurface, 'commands' | 'quer
 
 async function documentOf(surface: Pick<ToolSurface, 'commands' | 'queries' | 'events' | 'manifest'>, uri: string, view: CallerView): Promise<unknown> {
   const correlationId = correlationOf(uri);
-  if (correlationId !== undefined) return surface.events.page(new URLSearchParams({ correlationId }));
+  if (correlationId !== undefined) return surface.events.page(new URLSearchParams({ correlationId }), view.log);
   if (!uri.startsWith(RESOURCE_SCHEME)) return undefined;
   const [kind, schema, version, ...rest] = uri.slice(RESOURCE_SCHEME.length).split('/').map(decodeURIComponent);
   if (rest.length > 0) return undefined;

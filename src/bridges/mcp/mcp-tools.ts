@@ -6,7 +6,7 @@
  * input schemas first.
  */
 import { randomUUID } from 'node:crypto';
-import type { AccessRules } from '../../edge/access-rules.ts';
+import type { AccessRules, EventVisibility } from '../../edge/access-rules.ts';
 import type { CommandCatalogue } from '../../catalogue/command-catalogue.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { QueryCatalogue } from '../../catalogue/query-catalogue.ts';
@@ -33,8 +33,8 @@ export interface ToolSurface {
   queries: { catalogue: QueryCatalogue; runner: QueryRunner };
   events: {
     catalogue: EventCatalogue;
-    /** One page of `GET /events` for these parameters. */
-    page(query: URLSearchParams): Promise<EventList>;
+    /** One page of `GET /events` for these parameters, of the events the caller sees. */
+    page(query: URLSearchParams, visible: EventVisibility): Promise<EventList>;
     /** `filterOf` of the events routes: the stream filter of these parameters. */
     filter(query: URLSearchParams): EventFilter;
   };
@@ -139,9 +139,9 @@ function toolTable(surface: ToolSurface): Map<ToolName, Tool> {
       return result.body ?? null;
     }],
     ['get_manifest', async () => surface.manifest.current()],
-    ['get_events', async (a) => events.page(searchParams(a.params))],
+    ['get_events', async (a, s) => events.page(searchParams(a.params), view(s).log)],
     ['get_event_schema', async (a, s) => events.catalogue.schema(String(a.schema), String(a.version), undefined, view(s).event)],
-    ['sample_event_stream', async (a) => sample(surface, a)],
+    ['sample_event_stream', async (a, s) => sample(surface, a, view(s).log)],
   ]);
 }
 
@@ -167,11 +167,12 @@ async function submitOr(ingestion: CommandIngestion, id: string, args: Args, ses
 }
 
 /** Listens to the live tail with the stream filters for a while; returns what arrived. */
-async function sample(surface: ToolSurface, args: Args): Promise<{ events: CloudEvent[] }> {
+async function sample(surface: ToolSurface, args: Args, visible: EventVisibility): Promise<{ events: CloudEvent[] }> {
   const maxEvents = typeof args.max_events === 'number' ? args.max_events : 100;
   const stream = openTailStream(surface.tail, {
     transport: 'mcp',
     filter: surface.events.filter(searchParams(args.params)),
+    visible,
     closeOnTerminal: false,
     ...(typeof args.last_event_id === 'string' && { afterId: args.last_event_id }),
   });

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { SseConfig } from '../../config/types.ts';
+import type { AccessRules } from '../../edge/access-rules.ts';
 import type { Admission } from '../../edge/admission.ts';
 import type { Lifecycle } from '../../lifecycle.ts';
 import { sseMetrics } from '../../metrics/sse.ts';
@@ -16,6 +17,8 @@ export interface SseDeps {
   tail: LiveTail;
   backends: BackendDirectory;
   correlationAliases: AliasSource;
+  /** Per-caller catalogues: each stream carries only what its caller sees. */
+  access?: Pick<AccessRules, 'eventsSeenBy'>;
   /** The one admission path: its stream pool bounds the streams. */
   admission: Admission;
   registry: Registry;
@@ -25,7 +28,7 @@ export interface SseDeps {
 
 /** The SSE bridge (its routes), its hub joined to `life`. */
 export function createSse(deps: SseDeps): SseBridge {
-  const sse = sseBridge({ config: deps.config, streams: deps.admission.streams, tail: deps.tail, backends: deps.backends, metrics: sseMetrics(deps.registry), logger: deps.logger, correlationAliases: deps.correlationAliases });
+  const sse = sseBridge({ config: deps.config, streams: deps.admission.streams, tail: deps.tail, backends: deps.backends, metrics: sseMetrics(deps.registry), logger: deps.logger, correlationAliases: deps.correlationAliases, access: deps.access });
   deps.life.add(sse.hub);
   return sse;
 }

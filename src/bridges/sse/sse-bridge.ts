@@ -7,6 +7,7 @@
  * Authentication and scopes are the HTTP core's, like every endpoint (`read`; the key may come in
  * `auth.queryParam`). The bridge owns the `sse` config section.
  */
+import type { AccessRules } from '../../edge/access-rules.ts';
 import type { Logger } from 'pino';
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { SseConfig } from '../../config/types.ts';
@@ -31,6 +32,8 @@ export interface SseBridgeOptions {
   logger: Logger;
   /** The backends' own ids of commands: a `correlationId` stream also matches them (the tail adds those learnt while it is open). */
   correlationAliases?: AliasSource;
+  /** Per-caller catalogues: a stream carries only the events its caller sees (default: every event). */
+  access?: Pick<AccessRules, 'eventsSeenBy'>;
 }
 
 /** The bridge: its hub (a component to start and close) and its routes. */
@@ -45,7 +48,7 @@ export function sseBridge(options: SseBridgeOptions): SseBridge {
   const stream = async (ctx: RequestContext, backend?: string): Promise<undefined> => {
     if (ctx.req.method === 'HEAD') return void headOnly(ctx);
     const { filter, aliasesFor } = await followAliases(streamFilter(ctx.query, backend), options.correlationAliases);
-    hub.open({ res: ctx.res, principal: ctx.principal, filter, lastEventId: lastEventIdOf(ctx), aliasesFor });
+    hub.open({ res: ctx.res, principal: ctx.principal, filter, visible: options.access?.eventsSeenBy(ctx.principal), lastEventId: lastEventIdOf(ctx), aliasesFor });
     return undefined;
   };
   const service = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;

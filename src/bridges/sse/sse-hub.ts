@@ -8,6 +8,7 @@
  * taken before any byte of the stream is written, so a refusal is a plain 429 `TOO_MANY_STREAMS`
  * (the caller's share) or 503 `STREAMS_EXHAUSTED` (the whole pool) with the error body.
  */
+import type { EventVisibility } from '../../edge/access-rules.ts';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { SseConfig } from '../../config/types.ts';
@@ -41,6 +42,8 @@ export interface StreamRequest {
   /** The caller, whose stream quota the stream counts against. */
   principal: Principal;
   filter: EventFilter;
+  /** The events its caller sees (per-caller catalogues); undefined: every event. */
+  visible?: EventVisibility;
   /** From `Last-Event-ID` or `lastEventId`: replay the events after it. */
   lastEventId?: string;
   /** The command id whose correlation aliases the stream follows (`filter.correlationIds` holds it and the known aliases). */
@@ -102,6 +105,7 @@ export class SseHub {
       connection: stream.connection,
       encoding: SSE_ENCODING,
       filter: request.filter,
+      visible: request.visible,
       closeOnTerminal: config.closeOnTerminal,
       maxHeldBytes: config.maxBufferedBytes,
       metrics,

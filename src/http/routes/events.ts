@@ -6,7 +6,7 @@
 import type { BackendDirectory } from '../../backends/directory.ts';
 import type { EventCatalogue } from '../../catalogue/event-catalogue.ts';
 import type { EventsConfig } from '../../config/types.ts';
-import type { AccessRules } from '../../edge/access-rules.ts';
+import type { AccessRules, EventVisibility } from '../../edge/access-rules.ts';
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory, type EventList } from '../../log/history.ts';
 import { isoTime, positiveInteger, text } from '../params.ts';
@@ -25,7 +25,7 @@ export interface EventRoutesOptions {
 
 /** The routes of the events capability. */
 export function eventRoutes(options: EventRoutesOptions): Route[] {
-  const history = async (ctx: RequestContext, backend?: string) => ({ status: 200, body: await readEventPage(options, ctx.query, backend) });
+  const history = async (ctx: RequestContext, backend?: string) => ({ status: 200, body: await readEventPage(options, ctx.query, backend, options.access?.eventsSeenBy(ctx.principal)) });
   const scoped = (ctx: RequestContext): string => options.backends.require(ctx.params.id).id;
   const visible = (ctx: RequestContext) => (known: { type: string; backend: string }): boolean => options.access?.event(ctx.principal, known) ?? true;
   const schema = async (ctx: RequestContext, backend?: string) => ({
@@ -49,19 +49,21 @@ export function eventRoutes(options: EventRoutesOptions): Route[] {
 
 /**
  * One page of `GET /events` for its query parameters (type, correlationId, source, from, to,
- * limit, after), optionally scoped to a backend; throws 400 `INVALID_PARAMETER`/`INVALID_CURSOR`.
- * Shared by the route and the MCP `get_events` tool.
+ * limit, after), optionally scoped to a backend, of the events the caller sees (`visible`; default
+ * every one); throws 400 `INVALID_PARAMETER`/`INVALID_CURSOR`. Shared by the route and the MCP
+ * `get_events` tool.
  */
 export async function readEventPage(
   options: Pick<EventRoutesOptions, 'log' | 'events' | 'correlationAliases'>,
   query: URLSearchParams,
   backend?: string,
+  visible?: EventVisibility,
 ): Promise<EventList> {
   const filter = filterOf(query, backend);
   const limit = positiveInteger(query, 'limit', options.events.pageSize.default);
   const after = text(query, 'after');
   const correlationAliases = filter.correlationId === undefined ? undefined : await options.correlationAliases?.aliasesOf(filter.correlationId);
-  return readHistory(options.log, options.events.pageSize, { filter, limit, after, correlationAliases });
+  return readHistory(options.log, options.events.pageSize, { filter, limit, after, correlationAliases, visible });
 }
 
 /** The log filter of `GET /events` and stream query parameters. */
