@@ -74,7 +74,7 @@ async function bridgeRun(subscriptions: number): Promise<{ perSecond: number; bo
   });
   await bridge.start();
   for (let s = 0; s < subscriptions; s++) {
-    await bridge.subscriptions.create('bench', { url: `http://receiver.bench:${receiver.port}/hook/${s}`, secret: 'whsec_YmVuY2ggc2VjcmV0IGtleSBvZiAyNCBieXRlcw==' });
+    await bridge.subscriptions.create({ id: 'bench', scopes: new Set(['write']) }, { url: `http://receiver.bench:${receiver.port}/hook/${s}`, secret: 'whsec_YmVuY2ggc2VjcmV0IGtleSBvZiAyNCBieXRlcw==' });
   }
   const events = Array.from({ length: Math.ceil(DELIVERIES / subscriptions) }, (_, i) => benchEvent(`run-${subscriptions}`, i));
   const total = events.length * subscriptions;

@@ -250,7 +250,7 @@ async function assemble(input: AssembleInput) {
     abandonCommands: (id, source) => commands.dispatcher.abandon(id, source),
     ...common,
   });
-  const webhooks = createWebhooks({ config, log, isKnownService: (id) => services.isKnown(id), resolver: options.resolver, ...common });
+  const webhooks = createWebhooks({ config, log, isKnownService: (id) => services.isKnown(id), resolver: options.resolver, access, ...common });
   // After the webhooks: retention never passes the fan-out's durable position.
   const retention = createRetention({ log, retention: config.events.retention, readers: webhooks.retentionReaders, ...common });
   const commands = await createCommandPath({ config, publicUrl, backends, log, registry, logger, access, onProduced: (backend, types) => catalogue.addProduced(backend, types) });

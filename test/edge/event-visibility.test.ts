@@ -9,14 +9,16 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/app.ts';
-import { closeAll, gatewayYaml, getJson, startTestGateway, track } from '../support/gateway.ts';
-import { grpcClient, keyMetadata, subscribe, unary } from '../support/grpc.ts';
+import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, track } from '../support/gateway.ts';
+import { grpcClient, keyMetadata, subscribe as grpcSubscribe, unary } from '../support/grpc.ts';
 import { append, cloudEvent, openLive } from '../bridges/sse/support.ts';
+import { startReceiver, subscribe, webhooksYaml } from '../bridges/webhooks/support.ts';
 
 afterEach(closeAll);
 
 const VIEWER = { 'x-api-key': 'viewer-key' };
 const OPS = { 'x-api-key': 'ops-key' };
+const CLERK = { 'x-api-key': 'clerk-key' };
 
 async function setup(): Promise<Gateway> {
   return startTestGateway(gatewayYaml(`auth:
@@ -24,7 +26,9 @@ async function setup(): Promise<Gateway> {
   keys:
     - { id: ops, key: ops-key, scopes: [read, write, admin] }
     - { id: viewer, key: viewer-key, scopes: [read] }
+    - { id: clerk, key: clerk-key, scopes: [read, write] }
 grpc: { host: 127.0.0.1, port: 0 }
+${webhooksYaml()}
 backends:
   - id: shop
     kind: legacy
@@ -107,7 +111,7 @@ describe('the event log per caller (access)', () => {
     const { shown } = await history(gw, 4, 3);
     const page = await unary(client, 'ListEvents', { limit: 50 }, keyMetadata('viewer-key'));
     expect(page.events.map((e: { id: string }) => e.id)).toEqual(shown);
-    const stream = subscribe(client, {}, keyMetadata('viewer-key'));
+    const stream = grpcSubscribe(client, {}, keyMetadata('viewer-key'));
     await new Promise((resolve) => setTimeout(resolve, 200));
     const { shown: live } = await history(gw, 4, 3);
     await expect.poll(() => stream.events.length).toBe(live.length);
@@ -125,5 +129,32 @@ describe('the event log per caller (access)', () => {
     const ids = JSON.parse((result.content as Array<{ text: string }>)[0]!.text).events.map((e: { id: string }) => e.id);
     expect(ids).toEqual(shown);
     expect(ids).not.toContain(hidden[0]);
+  });
+
+  it('webhooks deliver, recover and resend only what the subscription\'s creator saw', async () => {
+    const gw = await setup();
+    const receiver = await startReceiver();
+    const clerk = (await subscribe(gw, { webhook: { url: `http://127.0.0.1:${receiver.port}/clerk` } }, CLERK)).body;
+    const ops = (await subscribe(gw, { webhook: { url: `http://127.0.0.1:${receiver.port}/ops` } }, OPS)).body;
+    const { hidden, shown } = await history(gw, 3, 2);
+    const arrived = (path: string) => receiver.requests.filter((r) => r.path === path).map((r) => JSON.parse(r.body).id);
+    await eventually(() => expect(arrived('/ops')).toHaveLength(hidden.length + shown.length));
+    await eventually(() => expect(arrived('/clerk')).toEqual(shown));
+    // A resend of an event the creator does not see is answered as for an event not in the log.
+    const resend = await getJson(`${gw.url}subscriptions/${clerk.id}/events/${hidden[0]}/resend`, { method: 'POST', headers: CLERK });
+    expect(resend.status).toBe(404);
+    expect(resend.body.error.code).toBe('NOT_FOUND');
+    // A recovery of the whole window sends the creator's events again, never the hidden ones.
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const recovery = await getJson(`${gw.url}subscriptions/${clerk.id}/recover`, { method: 'POST', headers: { ...CLERK, 'content-type': 'application/json' }, body: JSON.stringify({ since }) });
+    expect(recovery.status).toBe(202);
+    await eventually(async () => expect((await getJson(`${gw.url}subscriptions/${clerk.id}/recoveries/${recovery.body.id}`, { headers: CLERK })).body.status).toBe('completed'));
+    expect(arrived('/clerk')).toEqual([...shown, ...shown]);
+    expect(arrived('/ops')).toHaveLength(hidden.length + shown.length);
+    // A hidden service is not found, as an unknown one.
+    const hiddenService = await subscribe(gw, { serviceId: 'vault', webhook: { url: `http://127.0.0.1:${receiver.port}/x` } }, CLERK);
+    expect(hiddenService.status).toBe(404);
+    expect(hiddenService.body.error.code).toBe('SERVICE_NOT_FOUND');
+    expect(ops.id).toBeDefined();
   });
 });

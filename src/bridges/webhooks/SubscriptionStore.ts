@@ -48,6 +48,11 @@ export interface Subscription {
   previousSecret?: PreviousSecret;
   /** Attempts a second at most to this endpoint; undefined = `webhooks.rateLimit.perSecond`. */
   rateLimit?: { perSecond: number };
+  /**
+   * The scopes and scope-claim values its creator held when it was created (`audience.ts`): its
+   * deliveries carry only the events those see. Undefined (made before they were kept): every event.
+   */
+  grants?: string[];
 }
 
 /** The descriptor of a subscription in answers: the request without `secret`, plus id, status, time. */

@@ -3,6 +3,7 @@
  * egress client, and the `/subscriptions` routes. Joins `life`. `retentionReaders` are what log
  * retention must never pass (the fan-out's durable position).
  */
+import type { AccessRules } from '../../edge/access-rules.ts';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from '../../config/types.ts';
@@ -25,6 +26,8 @@ export interface WebhooksDeps {
   isKnownService(serviceId: string): boolean;
   /** Host resolver of the SSRF guard; default the system resolver (tests inject one). */
   resolver?: Resolver;
+  /** Per-caller catalogues: each subscription carries only the events its creator saw. */
+  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend'>;
 }
 
 /** The webhook bridge, its routes and the log readers retention waits for. */
@@ -37,6 +40,7 @@ export function createWebhooks(deps: WebhooksDeps) {
     logger: deps.logger,
     isKnownService: deps.isKnownService,
     resolver: deps.resolver,
+    access: deps.access,
   }));
   return { bridge, routes: subscriptionRoutes(bridge.subscriptions), retentionReaders: [fanOutReader(deps.log)] };
 }

@@ -22,7 +22,8 @@ import { createHash } from 'node:crypto';
 import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
 import type { DurableReader } from '../../log/pruner.ts';
 import type { DeliveryQueue, NewDelivery } from './DeliveryQueue.ts';
-import { wantsType, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
+import { deliverable, type SubscriptionAudience } from './audience.ts';
+import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
 import { WEBHOOKS_SOURCE } from './operational-events.ts';
 
 /** The log checkpoint holding the position of the last event fanned out. */
@@ -50,6 +51,8 @@ export interface FanOutOptions {
   /** Called after deliveries were enqueued (wakes the dispatcher). */
   onEnqueued: () => void;
   logger: Logger;
+  /** The events each subscription may carry (per-caller catalogues); default every event it wants. */
+  audience?: SubscriptionAudience;
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
@@ -183,8 +186,9 @@ export class WebhookFanOut {
 
   #deliveriesOf(events: StoredEvent[], subscriptions: Subscription[]): NewDelivery[] {
     const now = this.#now();
+    const visible = subscriptions.map((s) => this.#o.audience?.(s));
     return events.flatMap((stored) => {
-      const wanting = subscriptions.filter((s) => stored.position > s.afterPosition && wantsType(s, stored.event.type) && !isAbout(stored, s));
+      const wanting = subscriptions.filter((s, i) => stored.position > s.afterPosition && deliverable(s, stored, visible[i]) && !isAbout(stored, s));
       // One body per event, shared by its deliveries (issue 28: it was serialised once per subscription).
       const payload = wanting.length > 0 ? JSON.stringify(stored.event) : '';
       return wanting.map((s) => ({

@@ -126,6 +126,7 @@ export class MemorySubscriptionStore implements SubscriptionStore {
 function copy(subscription: Subscription): Subscription {
   const copied: Subscription = { ...subscription };
   if (subscription.types) copied.types = [...subscription.types];
+  if (subscription.grants) copied.grants = [...subscription.grants];
   if (subscription.disabled) copied.disabled = { ...subscription.disabled };
   if (subscription.failing) copied.failing = { ...subscription.failing };
   if (subscription.previousSecret) copied.previousSecret = { ...subscription.previousSecret };

@@ -22,7 +22,9 @@ import type { DeliveryPoster } from './delivery-dispatcher.ts';
 import { messageId } from './fan-out.ts';
 import { WEBHOOKS_SOURCE } from './operational-events.ts';
 import { WebhookSigner } from './signer.ts';
-import { signingSecrets, wantsType, type Recovery, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
+import { deliverable, type SubscriptionAudience } from './audience.ts';
+import type { EventVisibility } from '../../edge/access-rules.ts';
+import { signingSecrets, type Recovery, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
 
 /** Events read from the log per page. */
 export const RECOVERY_PAGE = 256;
@@ -49,6 +51,8 @@ export interface RecoveryRunnerOptions {
   /** `webhooks.recovery.concurrency`: recoveries this replica runs at once. */
   concurrency: number;
   logger: Logger;
+  /** The events each subscription may carry (per-caller catalogues); default every event it wants. */
+  audience?: SubscriptionAudience;
   /** Retry delays; default `RETRY_DELAYS_MS` (tests shorten them). */
   retryDelaysMs?: number[];
   now?: () => number;
@@ -157,9 +161,10 @@ class RecoveryRun {
       const page = await this.#o.log.query({ fromMs: this.#r.sinceMs, toMs: this.#r.untilMs }, this.#r.position, RECOVERY_PAGE);
       const events = page.events.filter((e) => e.position <= this.#r.endPosition);
       if (events.length === 0) return this.#end('completed');
+      const visible = this.#o.audience?.(subscription);
       for (const stored of events) {
         if (this.#stopped()) return;
-        if (takes(subscription, stored)) {
+        if (takes(subscription, stored, visible)) {
           const sent = await this.#send(subscription, stored);
           if (sent === 'stopped') return;
           if (sent !== 'sent') return this.#end('failed', `event ${stored.event.id}: ${sent}`);
@@ -231,10 +236,10 @@ class RecoveryRun {
   }
 }
 
-/** True when `subscription` takes `stored` (its filter; never an operational event about itself). */
-function takes(subscription: Subscription, stored: StoredEvent): boolean {
+/** True when `subscription` takes `stored` (its filter and its creator's view; never an operational event about itself). */
+function takes(subscription: Subscription, stored: StoredEvent, visible: EventVisibility | undefined): boolean {
   if (stored.event.source === WEBHOOKS_SOURCE && stored.event.correlationid === subscription.id) return false;
-  return wantsType(subscription, stored.event.type);
+  return deliverable(subscription, stored, visible);
 }
 
 function failure(result: DeliveryResponse): string {

@@ -44,6 +44,7 @@ const ADDED_COLUMNS: Array<[string, string]> = [
   ['previous_secret', 'TEXT'],
   ['previous_secret_until_ms', 'INTEGER'],
   ['rate_per_second', 'REAL'],
+  ['grants', 'TEXT'],
 ];
 
 /** Brings a table an older version wrote up to date. */
@@ -70,6 +71,7 @@ interface Row {
   previous_secret: string | null;
   previous_secret_until_ms: number | null;
   rate_per_second: number | null;
+  grants: string | null;
 }
 
 interface Statements {
@@ -113,6 +115,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
       s.id, s.principal, s.serviceId ?? null, s.url, s.secret ?? null, s.types ? JSON.stringify(s.types) : null, s.status, s.createdAt, s.afterPosition,
       s.disabled?.atMs ?? null, s.disabled?.reason ?? null, s.failing?.failures ?? 0, s.failing?.sinceMs ?? null,
       s.previousSecret?.secret ?? null, s.previousSecret?.untilMs ?? null, s.rateLimit?.perSecond ?? null,
+      s.grants ? JSON.stringify(s.grants) : null,
     );
   }
 
@@ -204,11 +207,11 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
 }
 
 function prepare(db: DatabaseSync): Statements {
-  const columns = 'id, principal, service_id, url, secret, types, status, created_at, after_pos, disabled_at_ms, disabled_reason, failures, failing_since_ms, previous_secret, previous_secret_until_ms, rate_per_second';
+  const columns = 'id, principal, service_id, url, secret, types, status, created_at, after_pos, disabled_at_ms, disabled_reason, failures, failing_since_ms, previous_secret, previous_secret_until_ms, rate_per_second, grants';
   return {
     insert: db.prepare(
       `INSERT INTO webhook_subscriptions (${columns}, seq)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM webhook_subscriptions))`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM webhook_subscriptions))`,
     ),
     get: db.prepare(`SELECT ${columns} FROM webhook_subscriptions WHERE id = ?`),
     byPrincipal: db.prepare(`SELECT ${columns} FROM webhook_subscriptions WHERE principal = ? ORDER BY seq`),
@@ -244,6 +247,7 @@ function fromRow(row: Row): Subscription {
   if (row.service_id !== null) subscription.serviceId = row.service_id;
   if (row.secret !== null) subscription.secret = row.secret;
   if (row.types !== null) subscription.types = JSON.parse(row.types) as string[];
+  if (row.grants !== null) subscription.grants = JSON.parse(row.grants) as string[];
   if (row.disabled_at_ms !== null) subscription.disabled = { atMs: row.disabled_at_ms, reason: row.disabled_reason ?? 'failing' };
   if (row.failures > 0) subscription.failing = { failures: row.failures, sinceMs: row.failing_since_ms ?? 0 };
   if (row.rate_per_second !== null) subscription.rateLimit = { perSecond: row.rate_per_second };

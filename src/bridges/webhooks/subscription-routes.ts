@@ -30,7 +30,7 @@ export function subscriptionRoutes(subscriptions: Subscriptions): Route[] {
       method: 'POST',
       path: '/subscriptions',
       handle: async (ctx) => {
-        const descriptor = await subscriptions.create(ctx.principal.id, parseSubscriptionRequest(await ctx.json()));
+        const descriptor = await subscriptions.create(ctx.principal, parseSubscriptionRequest(await ctx.json()));
         ctx.log.info({ subscription: descriptor.id, serviceId: descriptor.serviceId }, 'webhook subscription created');
         return { status: 201, body: descriptor };
       },

@@ -11,9 +11,12 @@
  * be probed.
  */
 import { randomUUID } from 'node:crypto';
+import type { AccessRules } from '../../edge/access-rules.ts';
+import type { Principal } from '../../edge/credentials.ts';
 import { ProtoError } from '../../errors.ts';
 import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
 import type { Delivery, DeliveryQueue, DeliveryStatus } from './DeliveryQueue.ts';
+import { audienceOf, grantsOf } from './audience.ts';
 import { messageId } from './fan-out.ts';
 import type { OperationalEvents } from './operational-events.ts';
 import type { SsrfGuard } from '../../egress/ssrf-guard.ts';
@@ -83,6 +86,11 @@ export interface SubscriptionsOptions {
   rotationOverlapMs: number;
   /** Called when a recovery was started (wakes the recovery runner). */
   onRecovery: () => void;
+  /**
+   * Per-caller catalogues: a subscription keeps what its creator holds, a hidden service is not
+   * found, and a resend of an event its creator does not see is answered as for an event not in the log.
+   */
+  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend'>;
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
@@ -101,21 +109,22 @@ export class Subscriptions {
    * Creates an active subscription of `principal`; throws `SERVICE_NOT_FOUND`, `WEBHOOK_URL_REJECTED`
    * or `TOO_MANY_SUBSCRIPTIONS` (429, a cap reached).
    */
-  create(principal: string, request: SubscriptionRequest): Promise<CreatedSubscription> {
+  create(principal: Principal, request: SubscriptionRequest): Promise<CreatedSubscription> {
     const created = this.#creating.then(() => this.#create(principal, request));
     this.#creating = created.catch(() => {});
     return created;
   }
 
-  async #create(principal: string, request: SubscriptionRequest): Promise<CreatedSubscription> {
-    await this.#checkCaps(principal);
-    if (request.serviceId !== undefined && !this.#o.isKnownService(request.serviceId)) {
+  async #create(principal: Principal, request: SubscriptionRequest): Promise<CreatedSubscription> {
+    await this.#checkCaps(principal.id);
+    const visible = (serviceId: string) => this.#o.access?.backend(principal, serviceId) ?? true;
+    if (request.serviceId !== undefined && !(this.#o.isKnownService(request.serviceId) && visible(request.serviceId))) {
       throw new ProtoError('SERVICE_NOT_FOUND', `no service "${request.serviceId}"`, { serviceId: request.serviceId });
     }
     await this.#o.guard.check(request.url);
     const subscription: Subscription = {
       id: randomUUID(),
-      principal,
+      principal: principal.id,
       url: request.url,
       status: 'active',
       createdAt: new Date().toISOString(),
@@ -125,6 +134,7 @@ export class Subscriptions {
     subscription.secret = request.secret ?? generateSecret();
     if (request.rateLimit !== undefined) subscription.rateLimit = request.rateLimit;
     if (request.types !== undefined) subscription.types = request.types;
+    subscription.grants = grantsOf(principal);
     await this.#o.store.create(subscription);
     const created: CreatedSubscription = describeSubscription(subscription);
     if (request.secret === undefined) created.webhook = { ...created.webhook, secret: subscription.secret };
@@ -283,6 +293,8 @@ export class Subscriptions {
       throw new ProtoError('CONFLICT', `subscription "${id}" is ${subscription.status}; enable it first (POST /subscriptions/${id}/enable)`);
     }
     const stored = await this.#event(eventId);
+    const visible = audienceOf(this.#o.access)(subscription);
+    if (visible !== undefined && !visible(stored.backend, stored.event.type)) throw absentEvent(eventId);
     if (!wantsType(subscription, stored.event.type)) {
       throw new ProtoError('CONFLICT', `subscription "${id}" does not take events of type ${stored.event.type} (its filter.types)`, { type: stored.event.type });
     }
@@ -318,7 +330,7 @@ export class Subscriptions {
   async #event(eventId: string): Promise<StoredEvent> {
     const position = await this.#o.log.positionOf(eventId);
     const found = position === undefined ? undefined : (await this.#o.log.query({}, position - 1, 1)).events[0];
-    if (!found || found.event.id !== eventId) throw new ProtoError('NOT_FOUND', `no event "${eventId}" in the log (never appended, or removed by retention)`);
+    if (!found || found.event.id !== eventId) throw absentEvent(eventId);
     return found;
   }
 
@@ -377,4 +389,9 @@ function viewOf(d: Delivery): DeliveryView {
   if (d.lastError !== undefined) view.lastError = d.lastError;
   if (d.lastStatus !== undefined) view.lastStatus = d.lastStatus;
   return view;
+}
+
+/** An event not in the log, as far as the caller may know (never appended, removed by retention, or hidden from it). */
+function absentEvent(eventId: string): ProtoError {
+  return new ProtoError('NOT_FOUND', `no event "${eventId}" in the log (never appended, or removed by retention)`);
 }

@@ -9,6 +9,8 @@
  * checkpoint; `close()` stops the fan-out, aborts attempts in flight and releases their claims back
  * to `pending`, then closes the client and the stores. Nothing queued is lost; `close()` twice is safe.
  */
+import type { AccessRules } from '../../edge/access-rules.ts';
+import { audienceOf } from './audience.ts';
 import { redisStoreOptions } from '../../storage/redis.ts';
 import type { Logger } from 'pino';
 import type { StorageConfig, WebhooksConfig } from '../../config/types.ts';
@@ -58,6 +60,8 @@ export interface WebhookBridgeOptions {
   resolver?: Resolver;
   /** Posts deliveries; default a `DeliveryClient` (benchmarks may inject another). */
   poster?: DeliveryPoster;
+  /** Per-caller catalogues: each subscription carries only the events its creator saw (`audience.ts`). */
+  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend'>;
 }
 
 /** The webhook bridge: a component with `start`/`close`, and the subscription manager for the routes. */
@@ -101,6 +105,7 @@ export class WebhookBridge {
     // to one receiver share its origin's pool (4 connections made their attempts queue behind each other).
     this.#client = new DeliveryClient({ guard, timeoutMs: config.timeoutMs, caFile: config.ca, connectionsPerOrigin: config.concurrency });
     const events = new OperationalEvents(options.log, logger);
+    const audience = audienceOf(options.access);
     this.#dispatcher = new DeliveryDispatcher({
       queue: this.#queue,
       subscriptions: this.#store,
@@ -121,6 +126,7 @@ export class WebhookBridge {
       perSecond: config.recovery.perSecond,
       concurrency: config.recovery.concurrency,
       logger,
+      audience,
     });
     this.#fanOut = new WebhookFanOut({
       log: options.log,
@@ -129,6 +135,7 @@ export class WebhookBridge {
       maxQueued: MAX_QUEUED,
       onEnqueued: () => this.#dispatcher.wake(),
       logger,
+      audience,
     });
     this.subscriptions = new Subscriptions({
       store: this.#store,
@@ -142,6 +149,7 @@ export class WebhookBridge {
       events,
       rotationOverlapMs: config.rotationOverlapMs,
       onRecovery: () => this.#recoveries.wake(),
+      access: options.access,
     });
     metrics.trackQueue(() => this.#queue.counts());
   }

@@ -32,7 +32,7 @@ export function subscriptionStoreContract(name: string, make: () => Subscription
     });
 
     it('keeps every field as created, including optional ones', async () => {
-      const full = subscription('s1', 'alice', { serviceId: 'orders', secret: 'whsec_c2VjcmV0', types: ['OrderPlacedV1', 'OrderShippedV1'], rateLimit: { perSecond: 2.5 } });
+      const full = subscription('s1', 'alice', { serviceId: 'orders', secret: 'whsec_c2VjcmV0', types: ['OrderPlacedV1', 'OrderShippedV1'], rateLimit: { perSecond: 2.5 }, grants: ['orders-admin', 'read'] });
       await store.create(full);
       await store.create(subscription('s2'));
       expect(await store.get('s1')).toEqual(full);
@@ -167,11 +167,12 @@ export function subscriptionStoreContract(name: string, make: () => Subscription
     });
 
     it('returns copies: changing a returned subscription changes nothing stored', async () => {
-      await store.create(subscription('s1', 'alice', { types: ['A'] }));
+      await store.create(subscription('s1', 'alice', { types: ['A'], grants: ['read'] }));
       const got = (await store.get('s1'))!;
       got.types!.push('B');
+      got.grants!.push('admin');
       got.status = 'disabled';
-      expect(await store.get('s1')).toMatchObject({ types: ['A'], status: 'active' });
+      expect(await store.get('s1')).toMatchObject({ types: ['A'], grants: ['read'], status: 'active' });
     });
   });
 }

@@ -1,0 +1,35 @@
+/**
+ * Per-caller catalogues for webhooks: a subscription's deliveries carry only the events its creator
+ * saw when it created it. The scopes and scope-claim values the creator held then are kept with the
+ * subscription (`grants`), so a subscription keeps its creator's view after the key or token that
+ * made it is gone. A subscription created before grants were kept has none and takes every event
+ * its filter wants, as it did.
+ */
+import type { AccessRules, EventVisibility } from '../../edge/access-rules.ts';
+import type { Principal } from '../../edge/credentials.ts';
+import type { Scope } from '../../config/types.ts';
+import type { StoredEvent } from '../../log/EventLog.ts';
+import { wantsType, type Subscription } from './SubscriptionStore.ts';
+
+/** The events one subscription may carry; undefined: every event its filter wants. */
+export type SubscriptionAudience = (subscription: Subscription) => EventVisibility | undefined;
+
+/** What a creator holds, as a subscription keeps it: its scopes and its token's scope-claim values, sorted, once each. */
+export function grantsOf(principal: Principal): string[] {
+  return [...new Set<string>([...principal.scopes, ...(principal.grants ?? [])])].sort();
+}
+
+/** The audience of subscriptions under `access` (none: every subscription takes every event it wants). */
+export function audienceOf(access: Pick<AccessRules, 'eventsSeenBy'> | undefined): SubscriptionAudience {
+  if (access === undefined) return () => undefined;
+  return (subscription) => {
+    if (subscription.grants === undefined) return undefined;
+    const held = new Set(subscription.grants);
+    return access.eventsSeenBy({ id: subscription.principal, scopes: held as Set<Scope>, grants: held });
+  };
+}
+
+/** Whether a subscription takes `stored`: its filter wants the type and its creator saw the event (`visible`). */
+export function deliverable(subscription: Subscription, stored: StoredEvent, visible: EventVisibility | undefined): boolean {
+  return wantsType(subscription, stored.event.type) && (visible === undefined || visible(stored.backend, stored.event.type));
+}
