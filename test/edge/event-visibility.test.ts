@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/app.ts';
-import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, track } from '../support/gateway.ts';
+import { closeAll, eventually, gatewayYaml, getJson, reloadable, startTestGateway, track } from '../support/gateway.ts';
 import { grpcClient, keyMetadata, subscribe as grpcSubscribe, unary } from '../support/grpc.ts';
 import { append, cloudEvent, openLive } from '../bridges/sse/support.ts';
 import { startReceiver, subscribe, webhooksYaml } from '../bridges/webhooks/support.ts';
@@ -21,7 +21,12 @@ const OPS = { 'x-api-key': 'ops-key' };
 const CLERK = { 'x-api-key': 'clerk-key' };
 
 async function setup(): Promise<Gateway> {
-  return startTestGateway(gatewayYaml(`auth:
+  return startTestGateway(configYaml());
+}
+
+/** The configuration: the vault backend has `access: [admin]` unless `vaultOpen`. */
+function configYaml(vaultOpen = false): string {
+  return gatewayYaml(`auth:
   type: apiKey
   keys:
     - { id: ops, key: ops-key, scopes: [read, write, admin] }
@@ -39,10 +44,10 @@ backends:
   - id: vault
     kind: legacy
     url: http://127.0.0.1:9
-    access: [admin]
+    ${vaultOpen ? '' : 'access: [admin]'}
     commands:
       - { type: OpenVault, jsonSchema: { type: object }, request: { path: /open } }
-`));
+`);
 }
 
 /** Appends, in order: `hidden` events of the vault, then one of a hidden command's failure, then `shown` of the shop and one of no backend. */
@@ -102,6 +107,17 @@ describe('the event log per caller (access)', () => {
     const { shown: live } = await history(gw, 3, 2);
     const got = await stream.eventsUntil(live.at(-1)!);
     expect(got.map((record) => record.id)).toEqual([...replayed, ...live]);
+    stream.body.destroy();
+  });
+
+  it('a reload that hides a backend applies to streams already open', async () => {
+    const { gw, rewrite } = await reloadable(configYaml(true));
+    const stream = track(Object.assign(await openLive(`${gw.url}events/stream`, VIEWER), { close: async () => {} }));
+    const before = await append(gw, [cloudEvent('VaultOpenedV1')], 'vault');
+    expect((await stream.eventsUntil(before[0]!.id)).map((record) => record.id)).toEqual([before[0]!.id]);
+    expect((await rewrite(configYaml())).outcome).toBe('applied');
+    const { shown } = await history(gw, 2, 1);
+    expect((await stream.eventsUntil(shown.at(-1)!)).map((record) => record.id)).toEqual(shown);
     stream.body.destroy();
   });
 

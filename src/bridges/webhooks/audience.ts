@@ -20,10 +20,11 @@ export function grantsOf(principal: Principal): string[] {
 }
 
 /** The audience of subscriptions under `access` (none: every subscription takes every event it wants). */
-export function audienceOf(access: Pick<AccessRules, 'eventsSeenBy'> | undefined): SubscriptionAudience {
+export function audienceOf(access: Pick<AccessRules, 'eventsSeenBy' | 'active'> | undefined): SubscriptionAudience {
   if (access === undefined) return () => undefined;
+  // Asked per page of the fan-out, so rules a reload adds or removes apply from the next page.
   return (subscription) => {
-    if (subscription.grants === undefined) return undefined;
+    if (subscription.grants === undefined || !access.active) return undefined;
     const held = new Set(subscription.grants);
     return access.eventsSeenBy({ id: subscription.principal, scopes: held as Set<Scope>, grants: held });
   };

@@ -27,7 +27,7 @@ export interface WebhooksDeps {
   /** Host resolver of the SSRF guard; default the system resolver (tests inject one). */
   resolver?: Resolver;
   /** Per-caller catalogues: each subscription carries only the events its creator saw. */
-  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend'>;
+  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend' | 'active'>;
 }
 
 /** The webhook bridge, its routes and the log readers retention waits for. */

@@ -90,7 +90,7 @@ export interface SubscriptionsOptions {
    * Per-caller catalogues: a subscription keeps what its creator holds, a hidden service is not
    * found, and a resend of an event its creator does not see is answered as for an event not in the log.
    */
-  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend'>;
+  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend' | 'active'>;
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }

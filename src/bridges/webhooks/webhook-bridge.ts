@@ -61,7 +61,7 @@ export interface WebhookBridgeOptions {
   /** Posts deliveries; default a `DeliveryClient` (benchmarks may inject another). */
   poster?: DeliveryPoster;
   /** Per-caller catalogues: each subscription carries only the events its creator saw (`audience.ts`). */
-  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend'>;
+  access?: Pick<AccessRules, 'eventsSeenBy' | 'backend' | 'active'>;
 }
 
 /** The webhook bridge: a component with `start`/`close`, and the subscription manager for the routes. */
