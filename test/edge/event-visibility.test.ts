@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/app.ts';
+import { correlationUri } from '../../src/bridges/mcp/mcp-resources.ts';
 import { closeAll, eventually, gatewayYaml, getJson, reloadable, startTestGateway, track } from '../support/gateway.ts';
 import { grpcClient, keyMetadata, subscribe as grpcSubscribe, unary } from '../support/grpc.ts';
 import { append, cloudEvent, openLive } from '../bridges/sse/support.ts';
@@ -145,6 +146,23 @@ describe('the event log per caller (access)', () => {
     const ids = JSON.parse((result.content as Array<{ text: string }>)[0]!.text).events.map((e: { id: string }) => e.id);
     expect(ids).toEqual(shown);
     expect(ids).not.toContain(hidden[0]);
+  });
+
+  it('MCP resources/subscribe to a correlation id pushes only the events the caller sees', async () => {
+    const gw = await setup();
+    const client = new Client({ name: 'visibility-test', version: '1.0.0' });
+    const pushed: string[] = [];
+    client.fallbackNotificationHandler = async (notification) => {
+      const event = (notification.params as { event?: { id: string } } | undefined)?.event;
+      if (notification.method === 'notifications/resources/updated' && event) pushed.push(event.id);
+    };
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}mcp`), { requestInit: { headers: VIEWER } }));
+    track({ close: () => client.close() });
+    await client.subscribeResource({ uri: correlationUri('cid-watched') });
+    const hidden = await append(gw, [cloudEvent('VaultOpenedV1', { correlationid: 'cid-watched' })], 'vault');
+    const shown = await append(gw, [cloudEvent('OrderPlacedV1', { correlationid: 'cid-watched' })], 'shop');
+    await expect.poll(() => pushed, { timeout: 10_000 }).toContain(shown[0]!.id);
+    expect(pushed).not.toContain(hidden[0]!.id);
   });
 
   it('webhooks deliver, recover and resend only what the subscription\'s creator saw', async () => {

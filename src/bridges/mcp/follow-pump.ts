@@ -9,6 +9,7 @@
  * delivered for it (or after the position it was followed at), and is dropped from the list after
  * its terminal event was delivered.
  */
+import type { EventVisibility } from '../../edge/access-rules.ts';
 import type { Logger } from 'pino';
 import type { CloudEvent } from '../../log/EventLog.ts';
 import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
@@ -30,6 +31,8 @@ export interface FollowPumpOptions {
   store: FollowStore;
   tail: LiveTail;
   aliases: AliasSource;
+  /** The events the stream's caller sees (per-caller catalogues); default every event. */
+  visible?: EventVisibility;
   /** Writes one event to the stream; resolves once written (false: the stream is gone). */
   send(correlationId: string, event: CloudEvent): Promise<boolean>;
   logger: Logger;
@@ -87,6 +90,7 @@ export class FollowPump {
     const stream = openTailStream(tail, {
       transport: 'mcp',
       filter,
+      visible: this.#options.visible,
       closeOnTerminal: true,
       maxBufferedBytes: MAX_BUFFERED_BYTES,
       ...(aliasesFor !== undefined && { aliasesFor }),

@@ -23,6 +23,7 @@ import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import { createMcpHandler, isInitializeRequest, isLegacyRequest, legacyStatelessFallback, SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import type { GatewayConfig } from '../../config/types.ts';
 import type { Admission } from '../../edge/admission.ts';
+import type { Principal } from '../../edge/credentials.ts';
 import { ProtoError } from '../../errors.ts';
 import type { Reply, RequestContext, Route } from '../../http/route.ts';
 import type { McpMetrics } from '../../metrics/mcp.ts';
@@ -83,7 +84,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
   metrics.sessionsFrom(() => store.sessionCount());
 
   /** Serves a push stream until the client or the gateway ends it. */
-  const push = async (stream: PushStream, follows: { owner?: FollowOwner; pinned?: Follow[] }) => {
+  const push = async (stream: PushStream, principal: Principal, follows: { owner?: FollowOwner; pinned?: Follow[] }) => {
     if (streams.size >= options.config.maxSessions) throw new ProtoError('STREAMS_EXHAUSTED', `${options.config.maxSessions} MCP push streams are open here; try again later`, { limit: 'mcp.maxSessions', max: options.config.maxSessions }, { 'Retry-After': '5' });
     const pump = new FollowPump({
       ...follows,
@@ -91,6 +92,8 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
       tail: options.surface.tail,
       aliases: options.aliases,
       logger,
+      // Per-caller catalogues: a followed correlation id carries only the events the caller sees.
+      visible: options.surface.access.eventsSeenBy(principal),
       send: async (correlationId, event) => {
         const sent = await stream.event(correlationId, event);
         if (sent) metrics.notified();
@@ -129,7 +132,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
         ctx.res.writeHead(200).end();
         return undefined;
       }
-      await withStreamSlot(ctx, () => push(new PushStream(ctx.res), { owner: `session:${id}` }));
+      await withStreamSlot(ctx, () => push(new PushStream(ctx.res), ctx.principal, { owner: `session:${id}` }));
       return undefined;
     }
     let owner: FollowOwner = `principal:${ctx.principal.id}`;
@@ -185,7 +188,7 @@ export function mcpBridge(options: McpBridgeOptions): McpBridge {
       stream.end();
       return;
     }
-    await push(stream, { ...(honored.includes(MY_EVENTS_URI) && { owner: `principal:${ctx.principal.id}` as FollowOwner }), pinned });
+    await push(stream, ctx.principal, { ...(honored.includes(MY_EVENTS_URI) && { owner: `principal:${ctx.principal.id}` as FollowOwner }), pinned });
   };
 
   const handle = async (ctx: RequestContext): Promise<Reply | undefined> => {
