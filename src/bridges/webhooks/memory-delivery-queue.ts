@@ -1,11 +1,9 @@
 /**
  * The delivery queue in memory (`storage.driver: memory`): same behaviour as the SQLite queue,
- * nothing kept across restarts. It keeps the same per-subscription lanes as the durable queues
- * (when each subscription can next give work), but finds a lane's deliveries by scanning it: it is
- * meant for tests and throwaway runs.
+ * nothing kept across restarts. Its due work is the same `DeliverySchedule` the SQLite queue keeps
+ * beside its table; the deliveries themselves live in a Map (insertion order = enqueue order).
  */
 import {
-  PER_SUBSCRIPTION,
   releaseByFinish,
   zeroCounts,
   type ClaimedDelivery,
@@ -20,72 +18,51 @@ import {
   type Redelivery,
   type Settlement,
 } from './DeliveryQueue.ts';
+import { DeliverySchedule } from './delivery-schedule.ts';
 
-/** A delivery as held here: its claim token and lease beside the public fields. */
+/** A delivery as held here: its current claim token beside the public fields. */
 interface Held extends Delivery {
   claim: number;
-  leaseUntilMs?: number;
 }
 
 /** A `DeliveryQueue` in a Map (insertion order = enqueue order). */
 export class MemoryDeliveryQueue implements DeliveryQueue {
   readonly #byId = new Map<string, Held>();
-  /** Unfinished (pending or in-flight) deliveries of each subscription. */
-  readonly #lanes = new Map<string, Set<Held>>();
-  /** When each lane can next give work (see `DeliveryQueue`); lanes with nothing unfinished are absent. */
-  readonly #ready = new Map<string, number>();
+  readonly #schedule = new DeliverySchedule();
   #seq = 0;
 
   async open(): Promise<void> {}
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
-    const touched = new Set<string>();
     let added = 0;
     for (const d of deliveries) {
       if (this.#byId.has(d.id)) continue;
       this.#seq += 1;
-      const held: Held = { ...d, seq: this.#seq, status: 'pending', attempts: 0, claim: 0, createdMs: nowMs, updatedMs: nowMs };
-      this.#byId.set(d.id, held);
-      this.#laneOf(d.subscriptionId).add(held);
-      touched.add(d.subscriptionId);
+      this.#byId.set(d.id, { ...d, seq: this.#seq, status: 'pending', attempts: 0, claim: 0, createdMs: nowMs, updatedMs: nowMs });
+      this.#schedule.add({ seq: this.#seq, id: d.id, subscriptionId: d.subscriptionId, dueMs: d.nextAttemptMs, leaseUntilMs: undefined, claim: 0 }, nowMs);
       added += 1;
     }
-    for (const subscriptionId of touched) this.#updateLane(subscriptionId, nowMs);
     return added;
   }
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-    const claimed: ClaimedDelivery[] = [];
-    const lanes = [...this.#ready].filter(([, readyMs]) => readyMs <= nowMs).sort(([a, x], [b, y]) => x - y || (a < b ? -1 : 1));
-    for (const [subscriptionId] of lanes) {
-      if (claimed.length >= limit) break;
-      const unfinished = [...(this.#lanes.get(subscriptionId) ?? [])];
-      const live = unfinished.filter((d) => d.status === 'in-flight' && d.leaseUntilMs! > nowMs).length;
-      const expired = unfinished.filter((d) => d.status === 'in-flight' && d.leaseUntilMs! <= nowMs).sort((a, b) => a.leaseUntilMs! - b.leaseUntilMs! || a.seq - b.seq);
-      const due = unfinished.filter((d) => d.status === 'pending' && d.nextAttemptMs <= nowMs).sort((a, b) => a.nextAttemptMs - b.nextAttemptMs || a.seq - b.seq);
-      const taken = [...expired, ...due].slice(0, Math.max(0, Math.min(PER_SUBSCRIPTION - live, limit - claimed.length)));
-      for (const d of taken) {
-        const reclaimed = d.status === 'in-flight';
-        Object.assign(d, { status: 'in-flight', attempts: d.attempts + 1, claim: d.claim + 1, leaseUntilMs: nowMs + leaseMs, updatedMs: nowMs });
-        claimed.push({ ...publicFields(d), claim: d.claim, leaseUntilMs: nowMs + leaseMs, reclaimed });
-      }
-      this.#updateLane(subscriptionId, nowMs);
-    }
-    return claimed;
+    return this.#schedule.claim(nowMs, limit, leaseMs, (entry, reclaimed, leaseUntilMs) => {
+      const d = this.#byId.get(entry.id)!;
+      Object.assign(d, { status: 'in-flight', attempts: d.attempts + 1, claim: d.claim + 1, updatedMs: nowMs });
+      return { ...publicFields(d), claim: d.claim, leaseUntilMs, reclaimed };
+    });
   }
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     return attempts.map(({ id, claim, outcome }) => {
-      const d = this.#current(id, claim);
-      if (!d) return false;
+      const d = this.#byId.get(id);
+      if (d?.status !== 'in-flight' || d.claim !== claim) return false;
       d.status = outcome.status;
       d.updatedMs = nowMs;
-      delete d.leaseUntilMs;
       if (outcome.nextAttemptMs !== undefined) d.nextAttemptMs = outcome.nextAttemptMs;
       if (outcome.uncount) d.attempts -= 1;
       else Object.assign(d, { lastError: outcome.lastError, lastStatus: outcome.lastStatus });
-      if (d.status !== 'pending') this.#lanes.get(d.subscriptionId)?.delete(d);
-      this.#updateLane(d.subscriptionId, nowMs);
+      this.#schedule.settle(id, d.status === 'pending' ? d.nextAttemptMs : undefined, nowMs);
       return true;
     });
   }
@@ -104,27 +81,21 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     if (d?.subscriptionId !== subscriptionId) return { outcome: 'absent' };
     if (d.status === 'pending' || d.status === 'in-flight') return { outcome: 'busy', delivery: publicFields(d) };
     Object.assign(d, { status: 'pending', attempts: 0, nextAttemptMs: nowMs, updatedMs: nowMs });
-    this.#laneOf(d.subscriptionId).add(d);
-    this.#updateLane(d.subscriptionId, nowMs);
+    this.#schedule.add({ seq: d.seq, id, subscriptionId, dueMs: nowMs, leaseUntilMs: undefined, claim: d.claim }, nowMs);
     return { outcome: 'redelivered', delivery: publicFields(d) };
   }
 
   async nextDueMs(): Promise<number | undefined> {
-    let next: number | undefined;
-    for (const readyMs of this.#ready.values()) if (next === undefined || readyMs < next) next = readyMs;
-    return next;
+    return this.#schedule.nextDueMs();
   }
 
   async cancelPending(subscriptionId: string): Promise<number> {
-    const removed = this.#deleteWhere((d) => d.subscriptionId === subscriptionId && d.status === 'pending');
-    this.#updateLane(subscriptionId, Date.now());
-    return removed;
+    return this.#forget(this.#schedule.dropSubscription(subscriptionId, false, Date.now()));
   }
 
   async deleteSubscription(subscriptionId: string): Promise<number> {
-    const removed = this.#deleteWhere((d) => d.subscriptionId === subscriptionId);
-    this.#updateLane(subscriptionId, Date.now());
-    return removed;
+    this.#schedule.dropSubscription(subscriptionId, true, Date.now());
+    return this.#deleteWhere((d) => d.subscriptionId === subscriptionId);
   }
 
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
@@ -142,9 +113,7 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   }
 
   async unfinished(): Promise<number> {
-    let n = 0;
-    for (const lane of this.#lanes.values()) n += lane.size;
-    return n;
+    return this.#schedule.size;
   }
 
   async purge(limits: PurgeLimits): Promise<number> {
@@ -159,44 +128,21 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
   /** Keeps the data (nothing to release); safe to call twice. */
   async close(): Promise<void> {}
 
-  /** The in-flight delivery `id` while `claim` is its current claim. */
-  #current(id: string, claim: number): Held | undefined {
-    const d = this.#byId.get(id);
-    return d?.status === 'in-flight' && d.claim === claim ? d : undefined;
-  }
-
-  #laneOf(subscriptionId: string): Set<Held> {
-    let lane = this.#lanes.get(subscriptionId);
-    if (!lane) this.#lanes.set(subscriptionId, (lane = new Set()));
-    return lane;
-  }
-
-  /** Sets when a lane can next give work: at `PER_SUBSCRIPTION` live leases their earliest end, else its earliest due delivery or lease end. */
-  #updateLane(subscriptionId: string, nowMs: number): void {
-    const unfinished = [...(this.#lanes.get(subscriptionId) ?? [])];
-    const leases = unfinished.filter((d) => d.status === 'in-flight').map((d) => d.leaseUntilMs!);
-    const live = leases.filter((until) => until > nowMs);
-    const candidates = live.length >= PER_SUBSCRIPTION ? live : [...leases, ...unfinished.filter((d) => d.status === 'pending').map((d) => d.nextAttemptMs)];
-    if (candidates.length > 0) this.#ready.set(subscriptionId, Math.min(...candidates));
-    else {
-      this.#ready.delete(subscriptionId);
-      this.#lanes.delete(subscriptionId);
-    }
+  /** Deletes the deliveries `ids`; returns how many. */
+  #forget(ids: string[]): number {
+    for (const id of ids) this.#byId.delete(id);
+    return ids.length;
   }
 
   #deleteWhere(match: (d: Held) => boolean): number {
     let removed = 0;
-    for (const [id, d] of this.#byId) {
-      if (!match(d)) continue;
-      removed += Number(this.#byId.delete(id));
-      this.#lanes.get(d.subscriptionId)?.delete(d);
-    }
+    for (const [id, d] of this.#byId) if (match(d)) removed += Number(this.#byId.delete(id));
     return removed;
   }
 }
 
-/** A copy of the public fields of a held delivery (no claim token, no lease). */
+/** A copy of the public fields of a held delivery (no claim token). */
 function publicFields(d: Held): Delivery {
-  const { claim: _claim, leaseUntilMs: _lease, ...delivery } = d;
-  return { ...delivery };
+  const { claim: _claim, ...delivery } = d;
+  return delivery;
 }

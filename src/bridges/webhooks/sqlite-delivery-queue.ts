@@ -6,15 +6,17 @@
  * again when its lease runs out (at-least-once). What an OS crash or power loss may take back, and
  * why that loses nothing, is at `#durable`.
  *
- * Due index: `webhook_delivery_lanes` holds, per subscription with unfinished deliveries, when it
- * can next give work (`ready_ms`, see `DeliveryQueue`). `claim` reads lanes in that order and takes
- * each lane's due deliveries from the `(subscription_id, next_attempt_ms, seq)` index of pending
- * rows, so a subscription with a large backlog costs one index seek, and one at its
- * `PER_SUBSCRIPTION` limit is not looked at before its first lease ends.
+ * Due work (issue 28): which unfinished deliveries each subscription has and when they are due is
+ * held in memory (`DeliverySchedule`), built from the table when the queue opens (the unfinished
+ * rows, by a partial index on `done = 0`). So a claim reads no table and a state change writes the
+ * delivery's row and no index of due work: an enqueue inserts the row, a claim and a retry update
+ * it, an outcome that ends it updates it and moves it out of the unfinished index into the
+ * succeeded or dead one. This queue must be the only one on its file (one gateway process per
+ * SQLite file); a row changed behind its back is refused by its claim token, never claimed twice.
+ * A write that fails builds the schedule again from the table.
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import {
-  PER_SUBSCRIPTION,
   releaseByFinish,
   zeroCounts,
   type AttemptOutcome,
@@ -30,6 +32,7 @@ import {
   type Redelivery,
   type Settlement,
 } from './DeliveryQueue.ts';
+import { DeliverySchedule, type Scheduled } from './delivery-schedule.ts';
 import { SqliteHandle } from '../../storage/sqlite.ts';
 
 const SCHEMA = `
@@ -48,47 +51,43 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
   created_ms       INTEGER NOT NULL,
   updated_ms       INTEGER NOT NULL,
   claim            INTEGER NOT NULL DEFAULT 0,
-  lease_until_ms   INTEGER
+  lease_until_ms   INTEGER,
+  done             INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS webhook_delivery_lanes (
-  subscription_id  TEXT PRIMARY KEY,
-  ready_ms         INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS webhook_delivery_lanes_ready ON webhook_delivery_lanes (ready_ms, subscription_id);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_subscription ON webhook_deliveries (subscription_id, seq);
 `;
 
-/** Run after `SCHEMA`: brings a table made before leased claims to the current shape (idempotent). */
+/** Run after `SCHEMA`: brings a table an earlier version made to the current shape (idempotent). */
 function migrate(db: DatabaseSync): void {
   const columns = (db.prepare(`PRAGMA table_info(webhook_deliveries)`).all() as Array<{ name: string }>).map((c) => c.name);
   if (!columns.includes('claim')) {
+    // Before leased claims: an in-flight delivery has no lease, so it is claimable at once.
     db.exec(`ALTER TABLE webhook_deliveries ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
       ALTER TABLE webhook_deliveries ADD COLUMN lease_until_ms INTEGER;
-      UPDATE webhook_deliveries SET lease_until_ms = 0 WHERE status = 'in-flight';
-      DROP INDEX IF EXISTS webhook_deliveries_due;`);
+      UPDATE webhook_deliveries SET lease_until_ms = 0 WHERE status = 'in-flight';`);
   }
-  // One partial index per state (issue 28): a state change moves a row out of one small index and
-  // into another, and touches nothing else (no index holds every row by status, so the pages a
-  // claim or an outcome writes are the row's, the two indexes', and the lane's). Pending deliveries
-  // by subscription and due time; in-flight ones by subscription and lease end; finished ones by
-  // status and age (purge). The indexes of earlier versions (every row by status) are dropped.
-  db.exec(`DROP INDEX IF EXISTS webhook_deliveries_lane;
+  if (!columns.includes('done')) {
+    db.exec(`ALTER TABLE webhook_deliveries ADD COLUMN done INTEGER NOT NULL DEFAULT 0;
+      UPDATE webhook_deliveries SET done = 1 WHERE status IN ('succeeded', 'dead');`);
+  }
+  // One partial index of unfinished rows, whose key a claim or a retry does not change (they leave
+  // `done` alone), and one per finished state (purge): a state change touches the row and, when it
+  // finishes the delivery, two index entries. The due indexes of earlier versions (pending rows by
+  // subscription and due time, leases by subscription and end, a table of lanes) are dropped: the
+  // schedule in memory does their work.
+  db.exec(`DROP INDEX IF EXISTS webhook_deliveries_due;
+    DROP INDEX IF EXISTS webhook_deliveries_lane;
     DROP INDEX IF EXISTS webhook_deliveries_finished;
-    CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries (subscription_id, next_attempt_ms, seq) WHERE status = 'pending';
-    CREATE INDEX IF NOT EXISTS webhook_deliveries_leases ON webhook_deliveries (subscription_id, lease_until_ms, seq) WHERE status = 'in-flight';
+    DROP INDEX IF EXISTS webhook_deliveries_pending;
+    DROP INDEX IF EXISTS webhook_deliveries_leases;
+    DROP TABLE IF EXISTS webhook_delivery_lanes;
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_unfinished ON webhook_deliveries (seq) WHERE done = 0;
     CREATE INDEX IF NOT EXISTS webhook_deliveries_succeeded ON webhook_deliveries (updated_ms) WHERE status = 'succeeded';
     CREATE INDEX IF NOT EXISTS webhook_deliveries_dead ON webhook_deliveries (updated_ms, seq) WHERE status = 'dead';`);
-  if (!columns.includes('claim')) {
-    const subscriptions = db.prepare(`SELECT DISTINCT subscription_id AS id FROM webhook_deliveries WHERE status IN ('pending', 'in-flight')`).all();
-    const insert = db.prepare(`INSERT OR IGNORE INTO webhook_delivery_lanes (subscription_id, ready_ms) VALUES (?, 0)`);
-    for (const row of subscriptions) insert.run(row.id as string);
-  }
 }
 
 /** WAL pages after which this connection checkpoints (SQLite's default is 1000). */
 export const WAL_CHECKPOINT_PAGES = 10_000;
-
-const STATUSES: DeliveryStatus[] = ['pending', 'in-flight', 'succeeded', 'dead'];
 
 const COLUMNS = 'seq, id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, last_error, last_status, created_ms, updated_ms';
 
@@ -108,16 +107,27 @@ interface Row {
   updated_ms: number;
 }
 
+/** An unfinished row as the schedule is built from it. */
+interface UnfinishedRow {
+  seq: number;
+  id: string;
+  subscription_id: string;
+  status: DeliveryStatus;
+  next_attempt_ms: number;
+  lease_until_ms: number | null;
+  claim: number;
+}
+
 type Statements = Record<
-  | 'insert' | 'readyLanes' | 'expired' | 'duePending' | 'take' | 'finish' | 'uncount' | 'redeliver' | 'get'
-  | 'liveLeases' | 'firstLease' | 'firstPending' | 'setLane' | 'deleteLane' | 'nextDue'
-  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'counts' | 'unfinished' | 'purgeAged' | 'purgeDead' | 'fsynced' | 'unfsynced',
+  | 'insert' | 'take' | 'retry' | 'end' | 'endUncounted' | 'uncount' | 'redeliver' | 'get' | 'unfinishedRows'
+  | 'cancelPending' | 'deleteSubscription' | 'list' | 'listStatus' | 'finishedCounts' | 'purgeAged' | 'purgeDead' | 'fsynced' | 'unfsynced',
   StatementSync
 >;
 
 /** A `DeliveryQueue` in one SQLite file (or `:memory:`). */
 export class SqliteDeliveryQueue implements DeliveryQueue {
   readonly #sqlite: SqliteHandle<Statements>;
+  #schedule = new DeliverySchedule();
 
   /** @param path the database file (shared with the event log), or `:memory:`. */
   constructor(path: string) {
@@ -126,42 +136,43 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async open(): Promise<void> {
+    if (this.#sqlite.isOpen) return;
     this.#sqlite.open();
+    this.#rebuild();
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<number> {
-    return this.#sqlite.transaction((sql) => {
+    return this.#write((sql) => {
       let added = 0;
-      const touched = new Set<string>();
       for (const d of deliveries) {
-        const changes = Number(sql.insert.run(d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, d.nextAttemptMs, nowMs, nowMs).changes);
-        if (changes > 0) touched.add(d.subscriptionId);
-        added += changes;
+        const result = sql.insert.run(d.id, d.subscriptionId, d.eventId, d.eventType, d.payload, d.nextAttemptMs, nowMs, nowMs);
+        if (Number(result.changes) === 0) continue;
+        this.#schedule.add({ seq: Number(result.lastInsertRowid), id: d.id, subscriptionId: d.subscriptionId, dueMs: d.nextAttemptMs, leaseUntilMs: undefined, claim: 0 }, nowMs);
+        added += 1;
       }
-      for (const subscriptionId of touched) updateLane(sql, subscriptionId, nowMs);
       return added;
     });
   }
 
   async claim(nowMs: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    return this.#sqlite.transaction((sql) => claimDue(sql, nowMs, limit, leaseMs));
+    return this.#write((sql) => this.#claimDue(sql, nowMs, limit, leaseMs));
   }
 
   async finish(attempts: FinishedAttempt[], nowMs: number): Promise<boolean[]> {
     if (attempts.length === 0) return [];
-    return this.#sqlite.transaction((sql) => recordAll(sql, attempts, nowMs));
+    return this.#write((sql) => this.#recordAll(sql, attempts, nowMs));
   }
 
   async settle(attempts: FinishedAttempt[], nowMs: number, limit: number, leaseMs: number): Promise<Settlement> {
-    return this.#sqlite.transaction((sql) => ({ recorded: recordAll(sql, attempts, nowMs), claimed: claimDue(sql, nowMs, limit, leaseMs) }));
+    return this.#write((sql) => ({ recorded: this.#recordAll(sql, attempts, nowMs), claimed: limit > 0 ? this.#claimDue(sql, nowMs, limit, leaseMs) : [] }));
   }
 
   async redeliver(subscriptionId: string, id: string, nowMs: number): Promise<Redelivery> {
     return this.#durable((sql) => {
-      const redelivered = sql.redeliver.get(nowMs, nowMs, id, subscriptionId) as unknown as Row | undefined;
+      const redelivered = sql.redeliver.get(nowMs, nowMs, id, subscriptionId) as unknown as (Row & { claim: number }) | undefined;
       if (redelivered) {
-        updateLane(sql, subscriptionId, nowMs);
+        this.#schedule.add({ seq: redelivered.seq, id, subscriptionId, dueMs: nowMs, leaseUntilMs: undefined, claim: redelivered.claim }, nowMs);
         return { outcome: 'redelivered', delivery: fromRow(redelivered) };
       }
       const row = sql.get.get(id, subscriptionId) as unknown as Row | undefined;
@@ -174,15 +185,23 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 
   async nextDueMs(): Promise<number | undefined> {
-    return (this.#sqlite.statements.nextDue.get()?.next as number | null | undefined) ?? undefined;
+    return this.#opened().nextDueMs();
   }
 
   async cancelPending(subscriptionId: string): Promise<number> {
-    return this.#deleteOf(subscriptionId, 'cancelPending');
+    return this.#durable((sql) => {
+      const removed = Number(sql.cancelPending.run(subscriptionId).changes);
+      this.#schedule.dropSubscription(subscriptionId, false, Date.now());
+      return removed;
+    });
   }
 
   async deleteSubscription(subscriptionId: string): Promise<number> {
-    return this.#deleteOf(subscriptionId, 'deleteSubscription');
+    return this.#durable((sql) => {
+      const removed = Number(sql.deleteSubscription.run(subscriptionId).changes);
+      this.#schedule.dropSubscription(subscriptionId, true, Date.now());
+      return removed;
+    });
   }
 
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
@@ -196,12 +215,14 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   async counts(): Promise<Record<DeliveryStatus, number>> {
     const counts = zeroCounts();
-    for (const row of this.#sqlite.statements.counts.all() as Array<{ status: DeliveryStatus; n: number }>) counts[row.status] = row.n;
+    for (const row of this.#sqlite.statements.finishedCounts.all() as Array<{ status: DeliveryStatus; n: number }>) counts[row.status] = row.n;
+    counts['in-flight'] = this.#schedule.inFlight;
+    counts.pending = this.#schedule.size - this.#schedule.inFlight;
     return counts;
   }
 
   async unfinished(): Promise<number> {
-    return Number(this.#sqlite.statements.unfinished.get()!.n);
+    return this.#opened().size;
   }
 
   async purge(limits: PurgeLimits): Promise<number> {
@@ -213,6 +234,23 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   /** Closes the connection. Safe to call twice. */
   async close(): Promise<void> {
     this.#sqlite.close();
+    this.#schedule = new DeliverySchedule();
+  }
+
+  /** The schedule; throws as the statements do when the queue is not open. */
+  #opened(): DeliverySchedule {
+    if (!this.#sqlite.isOpen) void this.#sqlite.statements;
+    return this.#schedule;
+  }
+
+  /** A transaction of `work` (on the connection's `NORMAL`); when it fails, the schedule is built again from the table it left. */
+  #write<T>(work: (sql: Statements) => T): T {
+    try {
+      return this.#sqlite.transaction(work);
+    } catch (err) {
+      if (this.#sqlite.isOpen) this.#rebuild();
+      throw err;
+    }
   }
 
   /**
@@ -231,18 +269,38 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     const sql = this.#sqlite.statements;
     sql.fsynced.run();
     try {
-      return this.#sqlite.transaction(work);
+      return this.#write(work);
     } finally {
       sql.unfsynced.run();
     }
   }
 
-  /** Deletes deliveries of a subscription with `statement`, and updates its lane, in one transaction. */
-  #deleteOf(subscriptionId: string, statement: 'cancelPending' | 'deleteSubscription'): number {
-    return this.#durable((sql) => {
-      const removed = Number(sql[statement].run(subscriptionId).changes);
-      updateLane(sql, subscriptionId, Date.now());
-      return removed;
+  /** The schedule of the unfinished rows, as the table holds them now. */
+  #rebuild(): void {
+    const schedule = new DeliverySchedule();
+    const nowMs = Date.now();
+    for (const row of this.#sqlite.statements.unfinishedRows.all() as unknown as UnfinishedRow[]) {
+      const leased = row.status === 'in-flight';
+      schedule.add({ seq: row.seq, id: row.id, subscriptionId: row.subscription_id, dueMs: row.next_attempt_ms, leaseUntilMs: leased ? (row.lease_until_ms ?? 0) : undefined, claim: row.claim }, nowMs);
+    }
+    this.#schedule = schedule;
+  }
+
+  /** `claim` inside a transaction: the schedule picks, each pick's row is leased (refused when its claim token moved). */
+  #claimDue(sql: Statements, nowMs: number, limit: number, leaseMs: number): ClaimedDelivery[] {
+    return this.#schedule.claim(nowMs, limit, leaseMs, (entry, reclaimed, leaseUntilMs) => {
+      const row = sql.take.get(leaseUntilMs, nowMs, entry.seq, entry.claim) as unknown as (Row & { claim: number }) | undefined;
+      return row && { ...fromRow(row), claim: row.claim, leaseUntilMs, reclaimed };
+    });
+  }
+
+  /** `finish` inside a transaction. */
+  #recordAll(sql: Statements, attempts: FinishedAttempt[], nowMs: number): boolean[] {
+    return attempts.map(({ id, claim, outcome }) => {
+      const entry = this.#schedule.get(id);
+      if (!record(sql, entry, claim, outcome, nowMs)) return false;
+      this.#schedule.settle(id, outcome.status === 'pending' ? (outcome.nextAttemptMs ?? entry!.dueMs) : undefined, nowMs);
+      return true;
     });
   }
 
@@ -251,133 +309,67 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   }
 }
 
-/** Live leases (ending after `nowMs`) of a subscription. */
-function liveLeases(sql: Statements, subscriptionId: string, nowMs: number): number {
-  return Number(sql.liveLeases.get(subscriptionId, nowMs)!.n);
-}
-
-/** `claim` inside a transaction. Each lane read gives at least one delivery or is moved past `nowMs`, so the loop ends. */
-function claimDue(sql: Statements, nowMs: number, limit: number, leaseMs: number): ClaimedDelivery[] {
-  const claimed: ClaimedDelivery[] = [];
-  while (claimed.length < limit) {
-    const lanes = sql.readyLanes.all(nowMs, limit - claimed.length) as Array<{ subscription_id: string }>;
-    const before = claimed.length;
-    for (const { subscription_id: subscriptionId } of lanes) {
-      const free = Math.min(PER_SUBSCRIPTION - liveLeases(sql, subscriptionId, nowMs), limit - claimed.length);
-      if (free > 0) {
-        const expired = sql.expired.all(subscriptionId, nowMs, free) as Array<{ seq: number }>;
-        const due = sql.duePending.all(subscriptionId, nowMs, free - expired.length) as Array<{ seq: number }>;
-        for (const { seq } of expired) claimed.push(take(sql, seq, nowMs, leaseMs, true));
-        for (const { seq } of due) claimed.push(take(sql, seq, nowMs, leaseMs, false));
-      }
-      updateLane(sql, subscriptionId, nowMs);
-    }
-    if (lanes.length === 0 || claimed.length === before) break;
-  }
-  return claimed;
-}
-
-/** `finish` inside a transaction. */
-function recordAll(sql: Statements, attempts: FinishedAttempt[], nowMs: number): boolean[] {
-  const touched = new Set<string>();
-  const recorded = attempts.map(({ id, claim, outcome }) => {
-    const row = record(sql, id, claim, outcome, nowMs);
-    if (row) touched.add(row.subscription_id);
-    return row !== undefined;
-  });
-  for (const subscriptionId of touched) updateLane(sql, subscriptionId, nowMs);
-  return recorded;
-}
-
-/** Claims the row `seq`: in flight under a new claim token and lease, its attempt counted. */
-function take(sql: Statements, seq: number, nowMs: number, leaseMs: number, reclaimed: boolean): ClaimedDelivery {
-  const row = sql.take.get(nowMs + leaseMs, nowMs, seq) as unknown as Row & { claim: number; lease_until_ms: number };
-  return { ...fromRow(row), claim: row.claim, leaseUntilMs: row.lease_until_ms, reclaimed };
-}
-
-/** Records one outcome if `claim` is the delivery's current claim; returns the row's subscription, or undefined. */
-function record(sql: Statements, id: string, claim: number, outcome: AttemptOutcome, nowMs: number): { subscription_id: string } | undefined {
-  const next = outcome.nextAttemptMs ?? null;
-  const row = outcome.uncount
-    ? sql.uncount.get(outcome.status, next, nowMs, id, claim)
-    : sql.finish.get(outcome.status, next, outcome.lastError ?? null, outcome.lastStatus ?? null, nowMs, id, claim);
-  return row as { subscription_id: string } | undefined;
-}
-
 /**
- * Sets when a subscription's lane can next give work: at `PER_SUBSCRIPTION` live leases, the
- * earliest of them to end; otherwise its earliest due delivery or lease end (an expired lease is
- * claimable). Each read is one index seek; a lane with nothing unfinished is removed.
+ * Records one outcome on the row of `entry` if `claim` is its current claim; true when recorded. A
+ * delivery the schedule does not hold (finished, deleted) has no current claim.
  */
-function updateLane(sql: Statements, subscriptionId: string, nowMs: number): void {
-  const first = (statement: StatementSync, ...params: SQLInputValue[]) => statement.get(subscriptionId, ...params)?.at as number | null | undefined;
-  let readyMs: number | null | undefined;
-  if (liveLeases(sql, subscriptionId, nowMs) >= PER_SUBSCRIPTION) readyMs = first(sql.firstLease, nowMs);
-  else {
-    const candidates = [first(sql.firstLease, -1), first(sql.firstPending)].filter((at): at is number => typeof at === 'number');
-    readyMs = candidates.length > 0 ? Math.min(...candidates) : undefined;
-  }
-  if (readyMs === null || readyMs === undefined) sql.deleteLane.run(subscriptionId);
-  else sql.setLane.run(subscriptionId, readyMs);
+function record(sql: Statements, entry: Scheduled | undefined, claim: number, outcome: AttemptOutcome, nowMs: number): boolean {
+  if (!entry) return false;
+  const { seq } = entry;
+  const next = outcome.nextAttemptMs ?? null;
+  const error = [outcome.lastError ?? null, outcome.lastStatus ?? null] as const;
+  let result;
+  if (outcome.status === 'pending') result = outcome.uncount ? sql.uncount.run(next, nowMs, seq, claim) : sql.retry.run(next, ...error, nowMs, seq, claim);
+  else result = outcome.uncount ? sql.endUncounted.run(outcome.status, nowMs, seq, claim) : sql.end.run(outcome.status, ...error, nowMs, seq, claim);
+  return Number(result.changes) > 0;
 }
 
 function prepare(db: DatabaseSync): Statements {
   migrate(db);
-  // Claims and outcomes are many small transactions rewriting the same hot pages (lanes, index
-  // leaves): a checkpoint every WAL_CHECKPOINT_PAGES instead of SQLite's 1000 copies each hot page
-  // once per longer window (measured: about 4x less time per transaction), for a WAL of up to 40 MiB.
+  // Claims and outcomes are many small transactions rewriting the same hot pages (index leaves):
+  // a checkpoint every WAL_CHECKPOINT_PAGES instead of SQLite's 1000 copies each hot page once per
+  // longer window (measured: about 4x less time per transaction), for a WAL of up to 40 MiB.
   db.exec(`PRAGMA wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
   const table = 'webhook_deliveries';
-  const current = `id = ? AND status = 'in-flight' AND claim = ? RETURNING subscription_id`;
+  // A state change names the row by seq and its current claim (an older claim is refused). `done`
+  // is set only where it changes, so a claim or a retry leaves the unfinished index alone.
+  const current = `seq = ? AND status = 'in-flight' AND claim = ?`;
   return {
     insert: db.prepare(
       `INSERT OR IGNORE INTO ${table} (id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, created_ms, updated_ms)
        VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
     ),
-    readyLanes: db.prepare(`SELECT subscription_id FROM webhook_delivery_lanes WHERE ready_ms <= ? ORDER BY ready_ms, subscription_id LIMIT ?`),
-    expired: db.prepare(
-      `SELECT seq FROM ${table} WHERE subscription_id = ? AND status = 'in-flight' AND lease_until_ms <= ? ORDER BY lease_until_ms, seq LIMIT ?`,
-    ),
-    duePending: db.prepare(
-      `SELECT seq FROM ${table} WHERE subscription_id = ? AND status = 'pending' AND next_attempt_ms <= ? ORDER BY next_attempt_ms, seq LIMIT ?`,
-    ),
     take: db.prepare(
       `UPDATE ${table} SET status = 'in-flight', attempts = attempts + 1, claim = claim + 1, lease_until_ms = ?, updated_ms = ?
-       WHERE seq = ? RETURNING ${COLUMNS}, claim, lease_until_ms`,
+       WHERE seq = ? AND claim = ? AND status IN ('pending', 'in-flight') RETURNING ${COLUMNS}, claim`,
     ),
-    finish: db.prepare(
-      `UPDATE ${table} SET status = ?, next_attempt_ms = COALESCE(?, next_attempt_ms), last_error = ?, last_status = ?, updated_ms = ?,
+    retry: db.prepare(
+      `UPDATE ${table} SET status = 'pending', next_attempt_ms = COALESCE(?, next_attempt_ms), last_error = ?, last_status = ?, updated_ms = ?,
        lease_until_ms = NULL WHERE ${current}`,
     ),
+    end: db.prepare(
+      `UPDATE ${table} SET status = ?, done = 1, last_error = ?, last_status = ?, updated_ms = ?, lease_until_ms = NULL WHERE ${current}`,
+    ),
+    endUncounted: db.prepare(`UPDATE ${table} SET status = ?, done = 1, attempts = attempts - 1, updated_ms = ?, lease_until_ms = NULL WHERE ${current}`),
     uncount: db.prepare(
-      `UPDATE ${table} SET status = ?, next_attempt_ms = COALESCE(?, next_attempt_ms), attempts = attempts - 1, updated_ms = ?,
+      `UPDATE ${table} SET status = 'pending', next_attempt_ms = COALESCE(?, next_attempt_ms), attempts = attempts - 1, updated_ms = ?,
        lease_until_ms = NULL WHERE ${current}`,
     ),
-    liveLeases: db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE subscription_id = ? AND status = 'in-flight' AND lease_until_ms > ?`),
-    firstLease: db.prepare(`SELECT MIN(lease_until_ms) AS at FROM ${table} WHERE subscription_id = ? AND status = 'in-flight' AND lease_until_ms > ?`),
-    firstPending: db.prepare(`SELECT MIN(next_attempt_ms) AS at FROM ${table} WHERE subscription_id = ? AND status = 'pending'`),
-    setLane: db.prepare(
-      `INSERT INTO webhook_delivery_lanes (subscription_id, ready_ms) VALUES (?, ?) ON CONFLICT (subscription_id) DO UPDATE SET ready_ms = excluded.ready_ms`,
-    ),
-    deleteLane: db.prepare(`DELETE FROM webhook_delivery_lanes WHERE subscription_id = ?`),
-    nextDue: db.prepare(`SELECT MIN(ready_ms) AS next FROM webhook_delivery_lanes`),
+    unfinishedRows: db.prepare(`SELECT seq, id, subscription_id, status, next_attempt_ms, lease_until_ms, claim FROM ${table} WHERE done = 0`),
     fsynced: db.prepare('PRAGMA synchronous = FULL'),
     unfsynced: db.prepare('PRAGMA synchronous = NORMAL'),
     redeliver: db.prepare(
-      `UPDATE ${table} SET status = 'pending', attempts = 0, next_attempt_ms = ?, updated_ms = ?
-       WHERE id = ? AND subscription_id = ? AND status IN ('succeeded', 'dead') RETURNING ${COLUMNS}`,
+      `UPDATE ${table} SET status = 'pending', done = 0, attempts = 0, next_attempt_ms = ?, updated_ms = ?
+       WHERE id = ? AND subscription_id = ? AND done = 1 RETURNING ${COLUMNS}, claim`,
     ),
     get: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE id = ? AND subscription_id = ?`),
     cancelPending: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ? AND status = 'pending'`),
     deleteSubscription: db.prepare(`DELETE FROM ${table} WHERE subscription_id = ?`),
     list: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND seq > ? ORDER BY seq LIMIT ?`),
     listStatus: db.prepare(`SELECT ${COLUMNS} FROM ${table} WHERE subscription_id = ? AND status = ? AND seq > ? ORDER BY seq LIMIT ?`),
-    // Each state counted on its own partial index (the terms must name one status to use it).
-    counts: db.prepare(
-      `${STATUSES.map((status) => `SELECT '${status}' AS status, COUNT(*) AS n FROM ${table} WHERE status = '${status}'`).join(' UNION ALL ')}`,
-    ),
-    unfinished: db.prepare(
-      `SELECT (SELECT COUNT(*) FROM ${table} WHERE status = 'pending') + (SELECT COUNT(*) FROM ${table} WHERE status = 'in-flight') AS n`,
+    // Each finished state counted on its own partial index; unfinished ones are the schedule's.
+    finishedCounts: db.prepare(
+      `SELECT 'succeeded' AS status, COUNT(*) AS n FROM ${table} WHERE status = 'succeeded' UNION ALL SELECT 'dead', COUNT(*) FROM ${table} WHERE status = 'dead'`,
     ),
     purgeAged: db.prepare(
       `DELETE FROM ${table} WHERE seq IN (SELECT seq FROM ${table} WHERE status = 'succeeded' AND updated_ms < ?
