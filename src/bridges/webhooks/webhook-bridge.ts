@@ -33,6 +33,7 @@ import { RecoveryRunner } from './recovery-runner.ts';
 import { MemoryDeliveryRateLimit, type DeliveryRateLimit } from './DeliveryRateLimit.ts';
 import { RedisDeliveryRateLimit } from './redis-delivery-rate-limit.ts';
 import { Subscriptions } from './subscriptions.ts';
+import { CachedSubscriptionStore } from './cached-subscription-store.ts';
 import type { SubscriptionStore } from './SubscriptionStore.ts';
 
 /** Unfinished deliveries at most before the fan-out parks (see `fan-out.ts`). */
@@ -91,7 +92,8 @@ export class WebhookBridge {
       this.#rateLimit = new RedisDeliveryRateLimit(redis);
     } else {
       const sqlite = storage.driver === 'sqlite';
-      this.#store = sealedStore(sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore(), config, logger);
+      // One process writes these stores: its reads are kept until its own writes change them.
+      this.#store = new CachedSubscriptionStore(sealedStore(sqlite ? new SqliteSubscriptionStore(storage.path) : new MemorySubscriptionStore(), config, logger));
       this.#queue = sqlite ? new SqliteDeliveryQueue(storage.path) : new MemoryDeliveryQueue();
       this.#rateLimit = new MemoryDeliveryRateLimit();
     }
