@@ -1,6 +1,6 @@
 /**
  * Cost of claiming webhook deliveries when one subscription has a large backlog: the due index
- * (per-subscription lanes) must not walk it. Each store (SQLite file, Redis on the shared server)
+ * (per-subscription lanes) must not walk it. Each store (memory, SQLite file, Redis on the shared server)
  * runs the dispatcher's cycle (claim the free slots, record the outcomes) over 16 subscriptions
  * with 4 due deliveries each, twice: with one more subscription at its 4-in-flight limit holding a
  * backlog of BACKLOG pending deliveries, and without it (the baseline). The ratio is the claim
@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DeliveryQueue, NewDelivery } from '../src/bridges/webhooks/DeliveryQueue.ts';
+import { MemoryDeliveryQueue } from '../src/bridges/webhooks/memory-delivery-queue.ts';
 import { RedisDeliveryQueue } from '../src/bridges/webhooks/redis-delivery-queue.ts';
 import { SqliteDeliveryQueue } from '../src/bridges/webhooks/sqlite-delivery-queue.ts';
 import { benchRedisUrl, deletePrefix } from './support/redis.ts';
@@ -67,6 +68,7 @@ async function main(): Promise<void> {
   const report = new BenchReport('delivery-queue');
   const prefixes: string[] = [];
   const stores: Record<string, () => Promise<DeliveryQueue>> = {
+    memory: async () => new MemoryDeliveryQueue(),
     sqlite: async () => {
       const queue = new SqliteDeliveryQueue(join(dir, `${prefixes.push('x')}.db`));
       await queue.open();
