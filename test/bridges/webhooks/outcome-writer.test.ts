@@ -56,24 +56,31 @@ describe('OutcomeWriter batches', () => {
     expect(h.writes).toEqual([[h.claimed[0]!.id]]);
   });
 
-  it(`with 2 to ${1 / BATCH_SHARE - 1} attempts in flight, writes ${MIN_BATCH} outcomes together without waiting for the timer`, async () => {
+  it(`with ${MIN_BATCH} to ${1 / BATCH_SHARE - 1} attempts in flight, writes ${MIN_BATCH} outcomes together without waiting for the timer`, async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const h = await harness(4, 4);
-    expect(await Promise.all([h.record(h.claimed[0]!), h.record(h.claimed[1]!)])).toEqual([true, true]);
-    expect(h.writes).toEqual([[h.claimed[0]!.id, h.claimed[1]!.id]]);
+    const h = await harness(MIN_BATCH, MIN_BATCH);
+    expect(await Promise.all(h.claimed.map(h.record))).toEqual(Array(MIN_BATCH).fill(true));
+    expect(h.writes).toEqual([h.claimed.map((d) => d.id)]);
   });
 
-  it(`with 4 attempts in flight, holds a lone outcome up to ${MAX_BATCH_WAIT_MS} ms for a second one`, async () => {
+  it(`with a subscription's 4 attempts in flight, holds their outcomes up to ${MAX_BATCH_WAIT_MS} ms for all 4`, async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const h = await harness(4, 4);
-    let answered = false;
-    const answer = h.record(h.claimed[0]!).then((recorded) => (answered = recorded));
+    let answered = 0;
+    const answers = h.claimed.slice(0, 3).map((d) => h.record(d).then(() => (answered += 1)));
     await new Promise((resolve) => setImmediate(resolve));
     expect(h.writes).toEqual([]);
     await vi.advanceTimersByTimeAsync(MAX_BATCH_WAIT_MS);
-    await answer;
-    expect(answered).toBe(true);
-    expect(h.writes).toEqual([[h.claimed[0]!.id]]);
+    await Promise.all(answers);
+    expect(answered).toBe(3);
+    expect(h.writes).toEqual([h.claimed.slice(0, 3).map((d) => d.id)]);
+  });
+
+  it('with 2 attempts in flight, writes both outcomes together without waiting for the timer', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const h = await harness(2, 2);
+    expect(await Promise.all(h.claimed.map(h.record))).toEqual([true, true]);
+    expect(h.writes).toEqual([h.claimed.map((d) => d.id)]);
   });
 
   it('with one attempt in flight, writes its outcome in the next turn without waiting', async () => {
