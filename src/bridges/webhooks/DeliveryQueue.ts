@@ -153,6 +153,8 @@ export interface DeliveryQueue {
   cancelPending(subscriptionId: string): Promise<number>;
   /** Deletes every delivery of a subscription (it was deleted). Returns how many. */
   deleteSubscription(subscriptionId: string): Promise<number>;
+  /** The delivery `id` of `subscriptionId` as it is now, in any status; undefined when there is none (or it is another subscription's). */
+  get(subscriptionId: string, id: string): Promise<Delivery | undefined>;
   /** The deliveries of a subscription in enqueue order after `after` (0 = from the start), optionally of one status. */
   list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage>;
   /** Number of deliveries in each status. */

@@ -98,6 +98,11 @@ export class MemoryDeliveryQueue implements DeliveryQueue {
     return this.#deleteWhere((d) => d.subscriptionId === subscriptionId);
   }
 
+  async get(subscriptionId: string, id: string): Promise<Delivery | undefined> {
+    const d = this.#byId.get(id);
+    return d?.subscriptionId === subscriptionId ? publicFields(d) : undefined;
+  }
+
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
     const matching = [...this.#byId.values()]
       .filter((d) => d.subscriptionId === subscriptionId && d.seq > options.after && (options.status === undefined || d.status === options.status))

@@ -161,6 +161,12 @@ export class RedisDeliveryQueue implements DeliveryQueue {
     return this.#deleteOf(subscriptionId, false);
   }
 
+  async get(subscriptionId: string, id: string): Promise<Delivery | undefined> {
+    const client = this.#connected();
+    const row = await whileRedisAnswers(STORE, () => client.hgetall(this.#deliveryKey(id)));
+    return row.id !== undefined && row.subscriptionId === subscriptionId ? this.#delivery(Object.entries(row).flat()) : undefined;
+  }
+
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
     const client = this.#connected();
     const wanted = options.limit + 1;

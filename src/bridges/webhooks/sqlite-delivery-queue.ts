@@ -204,6 +204,11 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     });
   }
 
+  async get(subscriptionId: string, id: string): Promise<Delivery | undefined> {
+    const row = this.#sqlite.statements.get.get(id, subscriptionId) as unknown as Row | undefined;
+    return row && fromRow(row);
+  }
+
   async list(subscriptionId: string, options: { status?: DeliveryStatus; after: number; limit: number }): Promise<DeliveryPage> {
     const sql = this.#sqlite.statements;
     const rows = options.status === undefined

@@ -201,6 +201,18 @@ export function deliveryQueueContract(name: string, make: () => DeliveryQueue | 
       expect(again[1]).toMatchObject({ status: 'in-flight', attempts: 1 });
     });
 
+    it('gets one delivery of its subscription as it is now, in any status; another subscription\'s or an unknown id is undefined', async () => {
+      await queue.enqueue([newDelivery('a', 'sub-a', T), newDelivery('b', 'sub-b', T)], T);
+      expect(await queue.get('sub-a', 'a')).toMatchObject({ id: 'a', subscriptionId: 'sub-a', eventId: 'evt-a', payload: '{"id":"evt-a"}', status: 'pending', attempts: 0 });
+      const [claimed] = await queue.claim(T, 1, 1000);
+      expect(claimed!.id).toBe('a');
+      expect(await queue.get('sub-a', 'a')).toMatchObject({ status: 'in-flight', attempts: 1 });
+      await queue.finish([{ id: 'a', claim: claimed!.claim, outcome: { status: 'dead', lastError: 'HTTP 500', lastStatus: 500 } }], T + 1);
+      expect(await queue.get('sub-a', 'a')).toMatchObject({ status: 'dead', attempts: 1, lastError: 'HTTP 500', lastStatus: 500 });
+      expect(await queue.get('sub-b', 'a')).toBeUndefined();
+      expect(await queue.get('sub-a', 'nope')).toBeUndefined();
+    });
+
     it('lists a subscription\'s deliveries in enqueue order, by status, in pages', async () => {
       await queue.enqueue(['a', 'b', 'c', 'd'].map((id) => newDelivery(id)), T);
       await queue.enqueue([newDelivery('other', 'sub-b')], T);
