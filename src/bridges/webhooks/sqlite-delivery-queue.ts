@@ -57,8 +57,23 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
 CREATE INDEX IF NOT EXISTS webhook_deliveries_subscription ON webhook_deliveries (subscription_id, seq);
 `;
 
-/** Run after `SCHEMA`: brings a table an earlier version made to the current shape (idempotent). */
+/**
+ * Run after `SCHEMA`: brings a table an earlier version made to the current shape (idempotent), in
+ * one transaction, so a migration cut short (killed, refused) leaves the file as it was and runs
+ * again whole at the next open.
+ */
 function migrate(db: DatabaseSync): void {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    migrateInTransaction(db);
+    db.exec('COMMIT');
+  } catch (err) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
+
+function migrateInTransaction(db: DatabaseSync): void {
   const columns = (db.prepare(`PRAGMA table_info(webhook_deliveries)`).all() as Array<{ name: string }>).map((c) => c.name);
   if (!columns.includes('claim')) {
     // Before leased claims: an in-flight delivery has no lease, so it is claimable at once.
