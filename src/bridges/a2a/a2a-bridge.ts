@@ -121,6 +121,7 @@ export function a2aBridge(options: A2aBridgeOptions): A2aBridge {
       return entry && access.command(caller, entry) ? executable(entry, options.backendConfigs?.() ?? config.backends) : undefined;
     },
     commands,
+    visible: (caller) => access.eventsSeenBy(caller),
     // The caller's grants go with the envelope: the pipeline applies `access` as for any front.
     submit: async (caller, envelope) => {
       await options.ingestion.submit({ principal: caller.id, caller, readBody: async () => envelope });

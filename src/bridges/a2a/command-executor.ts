@@ -20,7 +20,7 @@ import { ProtoError } from '../../errors.ts';
 import type { CloudEvent } from '../../log/EventLog.ts';
 import { commandOutcome, type OutcomeRules } from './command-outcome.ts';
 import type { SkillSource } from './agent-card.ts';
-import { NOBODY } from '../../edge/access-rules.ts';
+import { NOBODY, type EventVisibility } from '../../edge/access-rules.ts';
 import type { Principal } from '../../edge/credentials.ts';
 import type { GatewayUser } from './gateway-user.ts';
 
@@ -50,6 +50,8 @@ export interface CommandExecutorOptions {
   admit?(task: Task, context: ServerCallContext): Promise<void>;
   tail: LiveTail;
   aliases: AliasSource;
+  /** The events `caller` sees (per-caller catalogues): a task reports only those, whatever else shares its correlation id. */
+  visible(caller: Principal): EventVisibility;
   /** `a2a.settle`, in ms. */
   settleMs: number;
   /** `a2a.timeout`, in ms. */
@@ -140,7 +142,7 @@ export class CommandExecutor implements AgentExecutor {
     const id = randomUUID();
     // Opened before the command is submitted, so no correlated event can slip past.
     const { filter, aliasesFor } = await followAliases({ correlationId: id }, this.#options.aliases);
-    const stream = openTailStream(this.#options.tail, { transport: 'a2a', filter, aliasesFor, closeOnTerminal: false });
+    const stream = openTailStream(this.#options.tail, { transport: 'a2a', filter, aliasesFor, visible: this.#options.visible(caller), closeOnTerminal: false });
     try {
       await this.#options.submit(caller, envelopeOf(id, entry, command));
     } catch (err) {

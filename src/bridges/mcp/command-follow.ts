@@ -4,12 +4,15 @@
  * opened BEFORE the command is submitted so nothing is missed. Each event is handed to `notify`
  * (the session's push) and kept for `send_command_and_wait`. It ends on a terminal event, when
  * the session ends (`close()`), when the consumer falls behind its byte bound, or at shutdown.
+ * Only the events the session's caller sees are followed (per-caller catalogues): another backend
+ * may produce events under the command's correlation id.
  */
 import { followAliases, type AliasSource } from '../live-tail/aliases.ts';
 import type { LiveTail } from '../live-tail/live-tail.ts';
 import type { TailEndReason } from '../live-tail/tail-subscriber.ts';
 import { openTailStream } from '../live-tail/tail-stream.ts';
 import type { CloudEvent } from '../../log/EventLog.ts';
+import type { EventVisibility } from '../../edge/access-rules.ts';
 
 /** Bytes of events queued for one followed command before it is ended as slow (1 MiB). */
 const MAX_BUFFERED_BYTES = 1 << 20;
@@ -37,10 +40,10 @@ export class CommandFollow {
     this.ended = drained.then(() => stream.ended);
   }
 
-  /** Opens the subscription for `commandId`; open it before submitting the command. */
-  static async open(tail: LiveTail, aliases: AliasSource, commandId: string, notify: (event: CloudEvent) => Promise<void>): Promise<CommandFollow> {
+  /** Opens the subscription for `commandId`, carrying the events `visible` lets through; open it before submitting the command. */
+  static async open(tail: LiveTail, aliases: AliasSource, commandId: string, visible: EventVisibility, notify: (event: CloudEvent) => Promise<void>): Promise<CommandFollow> {
     const { filter, aliasesFor } = await followAliases({ correlationId: commandId }, aliases);
-    const stream = openTailStream(tail, { transport: 'mcp', filter, closeOnTerminal: true, maxBufferedBytes: MAX_BUFFERED_BYTES, ...(aliasesFor !== undefined && { aliasesFor }) });
+    const stream = openTailStream(tail, { transport: 'mcp', filter, visible, closeOnTerminal: true, maxBufferedBytes: MAX_BUFFERED_BYTES, ...(aliasesFor !== undefined && { aliasesFor }) });
     return new CommandFollow(stream, notify);
   }
 

@@ -120,6 +120,6 @@ function toolSession(options: McpServerOptions, caller: McpCaller, onEvent: (eve
       options.onFollowed(caller.owner);
     },
     unfollow: (commandId) => options.store.unfollow(caller.owner, commandId),
-    watch: (commandId) => CommandFollow.open(options.tail, options.aliases, commandId, onEvent),
+    watch: (commandId) => CommandFollow.open(options.tail, options.aliases, commandId, options.surface.access.eventsSeenBy(caller.principal), onEvent),
   };
 }

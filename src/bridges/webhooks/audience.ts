@@ -5,10 +5,10 @@
  * made it is gone. A subscription created before grants were kept has none and takes every event
  * its filter wants, as it did.
  */
-import type { AccessRules, EventVisibility } from '../../edge/access-rules.ts';
+import { NOBODY, type AccessRules, type EventVisibility } from '../../edge/access-rules.ts';
 import type { Principal } from '../../edge/credentials.ts';
 import type { Scope } from '../../config/types.ts';
-import type { StoredEvent } from '../../log/EventLog.ts';
+import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
 import { wantsType, type Subscription } from './SubscriptionStore.ts';
 
 /** The events one subscription may carry; undefined: every event its filter wants. */
@@ -33,4 +33,37 @@ export function audienceOf(access: Pick<AccessRules, 'eventsSeenBy' | 'active'> 
 /** Whether a subscription takes `stored`: its filter wants the type and its creator saw the event (`visible`). */
 export function deliverable(subscription: Subscription, stored: StoredEvent, visible: EventVisibility | undefined): boolean {
   return wantsType(subscription, stored.event.type) && (visible === undefined || visible(stored.backend, stored.event.type));
+}
+
+/** Whether one queued event may still go to a subscription (`eventStillVisible`). */
+export type StillVisible = (subscription: Subscription, eventId: string) => Promise<boolean>;
+
+/**
+ * Whether the event `eventId`, queued for `subscription` when its creator saw it, is still one the
+ * creator sees under the rules as they are now: a reload may have hidden its backend since (a
+ * retry, a redelivery). The log is read only for a subscription that has an audience; an event the
+ * log no longer holds (retention) is let through as it was queued.
+ */
+export function eventStillVisible(audience: SubscriptionAudience, log: Pick<EventLog, 'positionOf' | 'query'>): StillVisible {
+  return async (subscription, eventId) => {
+    const visible = audience(subscription);
+    if (visible === undefined) return true;
+    const position = await log.positionOf(eventId);
+    const stored = position === undefined ? undefined : (await log.query({}, position - 1, 1)).events[0];
+    return stored?.event.id !== eventId || visible(stored.backend, stored.event.type);
+  };
+}
+
+/**
+ * Whether every caller sees the event `eventId` (no `access` rule hides its backend or its type):
+ * what an operational event, which every caller reads, may name of it. Without rules, true without
+ * reading the log; an event the log no longer holds is not named.
+ */
+export function eventSeenByEveryone(access: Pick<AccessRules, 'eventsSeenBy' | 'active'> | undefined, log: Pick<EventLog, 'positionOf' | 'query'>): (eventId: string) => Promise<boolean> {
+  return async (eventId) => {
+    if (access === undefined || !access.active) return true;
+    const position = await log.positionOf(eventId);
+    const stored = position === undefined ? undefined : (await log.query({}, position - 1, 1)).events[0];
+    return stored?.event.id === eventId && access.eventsSeenBy(NOBODY)(stored.backend, stored.event.type);
+  };
 }

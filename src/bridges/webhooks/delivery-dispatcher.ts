@@ -34,6 +34,7 @@ import { WebhookSigner } from './signer.ts';
 import { signingSecrets, type DisabledReason, type FailingStreak, type Subscription, type SubscriptionStore } from './SubscriptionStore.ts';
 import type { OperationalEvents } from './operational-events.ts';
 import type { DeliveryRateLimit } from './DeliveryRateLimit.ts';
+import type { StillVisible } from './audience.ts';
 import { retryWhileLeased } from '../../storage/retry-while-leased.ts';
 import { serverAttributes, startDeliverySpan, tracedAttempt, type Span } from '../../telemetry/tracing.ts';
 
@@ -77,6 +78,10 @@ export interface DispatcherOptions {
   disableAfter: DisableAfter;
   /** Per-endpoint rate: a delivery whose subscription has no free slot is put back, due when it has (not counted). */
   rateLimit?: { limiter: DeliveryRateLimit; defaultPerSecond: number };
+  /** Whether a delivery's event is still one its subscription's creator sees (a reload may have hidden it); default always. */
+  stillVisible?: StillVisible;
+  /** Whether every caller sees an event (`DeliveryExhaustedV1`, read by every caller, names it only then); default always. */
+  seenByEveryone?: (eventId: string) => Promise<boolean>;
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
@@ -265,6 +270,11 @@ export class DeliveryDispatcher {
       await this.#record(delivery, { status: 'dead', uncount: true });
       return false;
     }
+    if (this.#o.stillVisible && !(await this.#o.stillVisible(subscription, delivery.eventId))) {
+      // Queued while its creator saw the event; the rules changed since (a reload): never sent.
+      await this.#record(delivery, { status: 'dead', uncount: true });
+      return false;
+    }
     const turnMs = await this.#rateTurn(subscription);
     if (turnMs !== undefined) {
       // Its turn has not come: back in the queue, due when it comes, the attempt not counted (never dropped).
@@ -366,7 +376,7 @@ export class DeliveryDispatcher {
     if (verdict.outcome.status === 'dead') {
       metrics.deliveries.inc({ outcome: 'dead' });
       metrics.deadLetters.inc();
-      await events.exhausted(delivery, now, verdict.outcome);
+      await events.exhausted(delivery, now, verdict.outcome, (await this.#o.seenByEveryone?.(delivery.eventId)) ?? true);
     }
     if (streak && streakDisables(streak, now, this.#o.disableAfter)) await this.#disable(subscription.id, 'failing', now, streak);
   }

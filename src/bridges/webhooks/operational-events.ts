@@ -61,14 +61,18 @@ export class OperationalEvents {
     return this.#emit('SubscriptionEnabledV1', subscriptionId, `${atMs}`, atMs, { subscriptionId });
   }
 
-  /** The last attempt of `delivery` failed at `atMs`: it is a dead letter. Nothing for a delivery of an operational event. */
-  exhausted(delivery: Delivery, atMs: number, last: { lastStatus?: number; lastError?: string }): Promise<void> {
+  /**
+   * The last attempt of `delivery` failed at `atMs`: it is a dead letter. Nothing for a delivery of
+   * an operational event. Every caller reads this event, so it names the delivered event (id and
+   * type) only when `nameEvent` says every caller sees that event too (per-caller catalogues); the
+   * subscription's owner finds it among its deliveries either way.
+   */
+  exhausted(delivery: Delivery, atMs: number, last: { lastStatus?: number; lastError?: string }, nameEvent = true): Promise<void> {
     if (isOperationalEventType(delivery.eventType)) return Promise.resolve();
     const data: Record<string, unknown> = {
       subscriptionId: delivery.subscriptionId,
       deliveryId: delivery.id,
-      eventId: delivery.eventId,
-      eventType: delivery.eventType,
+      ...(nameEvent && { eventId: delivery.eventId, eventType: delivery.eventType }),
       attempts: delivery.attempts,
     };
     if (last.lastStatus !== undefined) data.lastStatus = last.lastStatus;

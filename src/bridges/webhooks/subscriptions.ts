@@ -16,7 +16,7 @@ import type { Principal } from '../../edge/credentials.ts';
 import { ProtoError } from '../../errors.ts';
 import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
 import type { Delivery, DeliveryQueue, DeliveryStatus } from './DeliveryQueue.ts';
-import { audienceOf, grantsOf } from './audience.ts';
+import { audienceOf, eventStillVisible, grantsOf } from './audience.ts';
 import { messageId } from './fan-out.ts';
 import type { OperationalEvents } from './operational-events.ts';
 import type { SsrfGuard } from '../../egress/ssrf-guard.ts';
@@ -200,8 +200,11 @@ export class Subscriptions {
     if (subscription.status !== 'active') {
       throw new ProtoError('CONFLICT', `subscription "${id}" is ${subscription.status}; only an active subscription's deliveries can be retried`);
     }
+    // An event its creator no longer sees (a reload hid its backend) is answered as a delivery that is not there.
+    const delivery = await this.#o.queue.get(id, deliveryId);
+    if (delivery && !(await eventStillVisible(audienceOf(this.#o.access), this.#o.log)(subscription, delivery.eventId))) throw absentDelivery(id, deliveryId);
     const result = await this.#o.queue.redeliver(id, deliveryId, Date.now());
-    if (result.outcome === 'absent') throw new ProtoError('NOT_FOUND', `no delivery "${deliveryId}" of subscription "${id}"`);
+    if (result.outcome === 'absent') throw absentDelivery(id, deliveryId);
     if (result.outcome === 'busy') {
       throw new ProtoError('CONFLICT', `delivery "${deliveryId}" is ${result.delivery.status}; only a dead or succeeded delivery can be retried`, { status: result.delivery.status });
     }
@@ -392,6 +395,10 @@ function viewOf(d: Delivery): DeliveryView {
 }
 
 /** An event not in the log, as far as the caller may know (never appended, removed by retention, or hidden from it). */
+function absentDelivery(subscriptionId: string, deliveryId: string): ProtoError {
+  return new ProtoError('NOT_FOUND', `no delivery "${deliveryId}" of subscription "${subscriptionId}"`);
+}
+
 function absentEvent(eventId: string): ProtoError {
   return new ProtoError('NOT_FOUND', `no event "${eventId}" in the log (never appended, or removed by retention)`);
 }

@@ -10,7 +10,7 @@
  * to `pending`, then closes the client and the stores. Nothing queued is lost; `close()` twice is safe.
  */
 import type { AccessRules } from '../../edge/access-rules.ts';
-import { audienceOf } from './audience.ts';
+import { audienceOf, eventSeenByEveryone, eventStillVisible } from './audience.ts';
 import { redisStoreOptions } from '../../storage/redis.ts';
 import type { Logger } from 'pino';
 import type { StorageConfig, WebhooksConfig } from '../../config/types.ts';
@@ -120,6 +120,8 @@ export class WebhookBridge {
       events,
       disableAfter: config.disableAfter,
       rateLimit: { limiter: this.#rateLimit, defaultPerSecond: config.rateLimit.perSecond },
+      stillVisible: eventStillVisible(audience, options.log),
+      seenByEveryone: eventSeenByEveryone(options.access, options.log),
     });
     this.#recoveries = new RecoveryRunner({
       store: this.#store,
