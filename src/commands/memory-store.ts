@@ -17,12 +17,15 @@ import {
   type NewOutboxEntry,
   type OutboxEntry,
 } from './CommandStore.ts';
+import { DueIndex } from './due-index.ts';
 
 /** A `CommandStore` held in process memory. */
 export class MemoryCommandStore implements CommandStore {
   readonly #records = new Map<string, IdempotencyRecord>();
   /** By seq; insertion order is seq order. */
   readonly #outbox = new Map<number, OutboxEntry>();
+  /** The outbox's entries of each backend in due order (claims and `nextDueMs` read these, not the whole outbox). */
+  readonly #dueOrder = new Map<string, DueIndex<OutboxEntry>>();
   readonly #aliases = new Map<string, string[]>();
   /** Seqs whose last claim has not ended (no completion or reschedule since). */
   readonly #claimed = new Set<number>();
@@ -37,6 +40,7 @@ export class MemoryCommandStore implements CommandStore {
     this.#open = false;
     this.#records.clear();
     this.#outbox.clear();
+    this.#dueOrder.clear();
     this.#aliases.clear();
     this.#claimed.clear();
   }
@@ -56,12 +60,9 @@ export class MemoryCommandStore implements CommandStore {
       const live = this.#live(record.id, nowMs);
       if (live) return { holder: copy(live) };
       this.#records.set(record.id, copy(record));
-      const stored = this.#insert(entry, commandJson);
-      if (leaseMs !== undefined) {
-        // Claimed in the same step, as claimDue would: due again only when the lease runs out.
-        stored.nextAttemptMs = nowMs + leaseMs;
-        this.#claimed.add(stored.seq);
-      }
+      // Claimed in the same step, as claimDue would: due again only when the lease runs out.
+      const stored = this.#insert(entry, commandJson, leaseMs === undefined ? undefined : nowMs + leaseMs);
+      if (leaseMs !== undefined) this.#claimed.add(stored.seq);
       return { seq: stored.seq };
     });
   }
@@ -97,58 +98,53 @@ export class MemoryCommandStore implements CommandStore {
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
-    return this.#due(backend, nowMs, limit);
+    this.#assertOpen();
+    const index = this.#dueOrder.get(backend);
+    const entries = index?.take(nowMs, limit) ?? [];
+    // A read only: each goes back where it was.
+    for (const entry of entries) index!.put(entry);
+    return entries.map(copy);
   }
 
   async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
-    // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
-    return this.#due(backend, nowMs, limit).map((entry) => {
-      // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
-      this.#outbox.get(entry.seq)!.nextAttemptMs = nowMs + leaseMs;
-      const reclaimed = this.#claimed.has(entry.seq);
-      this.#claimed.add(entry.seq);
-      return { ...entry, reclaimed };
-    });
-  }
-
-  /**
-   * The first `limit` due entries of `backend` (by next attempt, then seq), copied: one pass in seq
-   * order keeping the earliest `limit` seen so far. A claim while thousands of entries wait (the
-   * dispatcher's lane at its concurrency while accepts go on) neither copies nor sorts them all.
-   */
-  #due(backend: string, nowMs: number, limit: number): OutboxEntry[] {
     this.#assertOpen();
-    const picked: OutboxEntry[] = [];
-    if (limit <= 0) return picked;
-    for (const entry of this.#outbox.values()) {
-      if (entry.backend !== backend || entry.nextAttemptMs > nowMs) continue;
-      // Seen in seq order: one due no earlier than the last kept would go after it.
-      if (picked.length === limit && entry.nextAttemptMs >= picked[limit - 1].nextAttemptMs) continue;
-      let at = picked.length;
-      while (at > 0 && picked[at - 1].nextAttemptMs > entry.nextAttemptMs) at--;
-      picked.splice(at, 0, entry);
-      if (picked.length > limit) picked.pop();
-    }
-    return picked.map(copy);
+    const index = this.#dueOrder.get(backend);
+    // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
+    return (index?.take(nowMs, limit) ?? []).map((entry) => {
+      const claimed = { ...copy(entry), reclaimed: this.#claimed.has(entry.seq) };
+      // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
+      entry.nextAttemptMs = nowMs + leaseMs;
+      index!.put(entry);
+      this.#claimed.add(entry.seq);
+      return claimed;
+    });
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
     this.#assertOpen();
     const entry = this.#outbox.get(seq);
-    if (entry) Object.assign(entry, { attempts, nextAttemptMs, lastError });
+    if (entry) {
+      Object.assign(entry, { attempts, nextAttemptMs, lastError });
+      this.#dueOrder.get(entry.backend)!.put(entry);
+    }
     this.#claimed.delete(seq);
   }
 
   async complete(seq: number): Promise<void> {
     this.#assertOpen();
+    const entry = this.#outbox.get(seq);
+    if (!entry) return;
     this.#outbox.delete(seq);
     this.#claimed.delete(seq);
+    const index = this.#dueOrder.get(entry.backend)!;
+    index.delete(seq);
+    if (index.size === 0) this.#dueOrder.delete(entry.backend);
   }
 
   async nextDueMs(): Promise<number | undefined> {
     this.#assertOpen();
     let earliest: number | undefined;
-    for (const entry of this.#outbox.values()) earliest = Math.min(earliest ?? Infinity, entry.nextAttemptMs);
+    for (const index of this.#dueOrder.values()) earliest = Math.min(earliest ?? Infinity, index.earliestMs() ?? Infinity);
     return earliest;
   }
 
@@ -182,10 +178,20 @@ export class MemoryCommandStore implements CommandStore {
     return record && record.expiresMs > nowMs ? record : undefined;
   }
 
-  /** Stores a copy of `entry` (`commandJson`: its envelope's JSON, when already made; every other field is a primitive). */
-  #insert(entry: NewOutboxEntry, commandJson = JSON.stringify(entry.command)): OutboxEntry {
+  /**
+   * Stores a copy of `entry` (`commandJson`: its envelope's JSON, when already made; every other
+   * field is a primitive), due at `dueMs` when given (a claim's lease end), else at its `nextAttemptMs`.
+   */
+  #insert(entry: NewOutboxEntry, commandJson = JSON.stringify(entry.command), dueMs?: number): OutboxEntry {
     const stored: OutboxEntry = { ...entry, command: JSON.parse(commandJson) as OutboxEntry['command'], seq: ++this.#lastSeq };
+    if (dueMs !== undefined) stored.nextAttemptMs = dueMs;
     this.#outbox.set(stored.seq, stored);
+    let index = this.#dueOrder.get(stored.backend);
+    if (!index) {
+      index = new DueIndex();
+      this.#dueOrder.set(stored.backend, index);
+    }
+    index.put(stored);
     return stored;
   }
 
