@@ -19,6 +19,15 @@ import {
 } from './CommandStore.ts';
 import { DueIndex } from './due-index.ts';
 
+/**
+ * An outbox entry as the store keeps it: its envelope as JSON text, parsed only when the entry is
+ * handed out (`entryOf`). Most entries never are: the group commit claims them at accept and hands
+ * the dispatcher the caller's own, so the store neither parses nor keeps an object graph for them.
+ */
+interface StoredEntry extends Omit<OutboxEntry, 'command'> {
+  commandJson: string;
+}
+
 /** A `CommandStore` held in process memory. */
 export class MemoryCommandStore implements CommandStore {
   /**
@@ -29,9 +38,9 @@ export class MemoryCommandStore implements CommandStore {
    */
   readonly #records = new Map<string, string>();
   /** By seq; insertion order is seq order. */
-  readonly #outbox = new Map<number, OutboxEntry>();
+  readonly #outbox = new Map<number, StoredEntry>();
   /** The outbox's entries of each backend in due order (claims and `nextDueMs` read these, not the whole outbox). */
-  readonly #dueOrder = new Map<string, DueIndex<OutboxEntry>>();
+  readonly #dueOrder = new Map<string, DueIndex<StoredEntry>>();
   readonly #aliases = new Map<string, string[]>();
   /** Seqs whose last claim has not ended (no completion or reschedule since). */
   readonly #claimed = new Set<number>();
@@ -99,7 +108,7 @@ export class MemoryCommandStore implements CommandStore {
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
     this.#assertOpen();
-    return copy(this.#insert(entry));
+    return entryOf(this.#insert(entry));
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
@@ -108,7 +117,7 @@ export class MemoryCommandStore implements CommandStore {
     const entries = index?.take(nowMs, limit) ?? [];
     // A read only: each goes back where it was.
     for (const entry of entries) index!.put(entry);
-    return entries.map(copy);
+    return entries.map(entryOf);
   }
 
   async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
@@ -116,7 +125,7 @@ export class MemoryCommandStore implements CommandStore {
     const index = this.#dueOrder.get(backend);
     // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
     return (index?.take(nowMs, limit) ?? []).map((entry) => {
-      const claimed = { ...copy(entry), reclaimed: this.#claimed.has(entry.seq) };
+      const claimed = { ...entryOf(entry), reclaimed: this.#claimed.has(entry.seq) };
       // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
       entry.nextAttemptMs = nowMs + leaseMs;
       index!.put(entry);
@@ -188,8 +197,8 @@ export class MemoryCommandStore implements CommandStore {
    * Stores a copy of `entry` (`commandJson`: its envelope's JSON, when already made; every other
    * field is a primitive), due at `dueMs` when given (a claim's lease end), else at its `nextAttemptMs`.
    */
-  #insert(entry: NewOutboxEntry, commandJson = JSON.stringify(entry.command), dueMs?: number): OutboxEntry {
-    const stored: OutboxEntry = { ...entry, command: JSON.parse(commandJson) as OutboxEntry['command'], seq: ++this.#lastSeq };
+  #insert({ command, ...entry }: NewOutboxEntry, commandJson = JSON.stringify(command), dueMs?: number): StoredEntry {
+    const stored: StoredEntry = { ...entry, commandJson, seq: ++this.#lastSeq };
     if (dueMs !== undefined) stored.nextAttemptMs = dueMs;
     this.#outbox.set(stored.seq, stored);
     let index = this.#dueOrder.get(stored.backend);
@@ -219,7 +228,7 @@ function expiryOf(text: string): number {
   return Number.parseInt(text.slice(EXPIRY_FIRST.length), 10);
 }
 
-/** A copy through JSON, as a durable store keeps values (and quicker than structuredClone here). */
-function copy<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value));
+/** A stored entry as the store hands it out: a copy with its envelope parsed. */
+function entryOf({ commandJson, ...entry }: StoredEntry): OutboxEntry {
+  return { ...entry, command: JSON.parse(commandJson) as OutboxEntry['command'] };
 }
