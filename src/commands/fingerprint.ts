@@ -29,9 +29,26 @@ export function canonicalJson(value: unknown): string {
     return `${text}]`;
   }
   let text = '{';
-  for (const key of Object.keys(value).sort()) {
+  for (const key of sortedKeys(value)) {
     const item = (value as Record<string, unknown>)[key];
     if (item !== undefined) text += (text.length === 1 ? '' : ',') + JSON.stringify(key) + ':' + canonicalJson(item);
   }
   return `${text}}`;
+}
+
+/**
+ * The object's own keys in the order `Array.prototype.sort` gives strings (UTF-16 code units). A
+ * command's objects have a handful of keys: an insertion sort in place spares the builtin sort's
+ * work state, which was most of what the fingerprint allocated (833 of ~1,900 bytes per command).
+ */
+function sortedKeys(value: object): string[] {
+  const keys = Object.keys(value);
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i];
+    let at = i;
+    for (; at > 0 && keys[at - 1] > key; at--) keys[at] = keys[at - 1];
+    keys[at] = key;
+  }
+  return keys;
 }

@@ -17,12 +17,30 @@ import {
   type NewOutboxEntry,
   type OutboxEntry,
 } from './CommandStore.ts';
+import { DueIndex } from './due-index.ts';
+
+/**
+ * An outbox entry as the store keeps it: its envelope as JSON text, parsed only when the entry is
+ * handed out (`entryOf`). Most entries never are: the group commit claims them at accept and hands
+ * the dispatcher the caller's own, so the store neither parses nor keeps an object graph for them.
+ */
+interface StoredEntry extends Omit<OutboxEntry, 'command'> {
+  commandJson: string;
+}
 
 /** A `CommandStore` held in process memory. */
 export class MemoryCommandStore implements CommandStore {
-  readonly #records = new Map<string, IdempotencyRecord>();
+  /**
+   * Each id's record as its JSON, expiry first (`recordText`): a record is kept for
+   * the whole idempotency window, and one flat string per command is far less for the garbage
+   * collector to copy and trace than an object graph (under commands-e2e the memory gateway held
+   * hundreds of thousands of them).
+   */
+  readonly #records = new Map<string, string>();
   /** By seq; insertion order is seq order. */
-  readonly #outbox = new Map<number, OutboxEntry>();
+  readonly #outbox = new Map<number, StoredEntry>();
+  /** The outbox's entries of each backend in due order (claims and `nextDueMs` read these, not the whole outbox). */
+  readonly #dueOrder = new Map<string, DueIndex<StoredEntry>>();
   readonly #aliases = new Map<string, string[]>();
   /** Seqs whose last claim has not ended (no completion or reschedule since). */
   readonly #claimed = new Set<number>();
@@ -37,6 +55,7 @@ export class MemoryCommandStore implements CommandStore {
     this.#open = false;
     this.#records.clear();
     this.#outbox.clear();
+    this.#dueOrder.clear();
     this.#aliases.clear();
     this.#claimed.clear();
   }
@@ -44,8 +63,8 @@ export class MemoryCommandStore implements CommandStore {
   async accept(record: IdempotencyRecord, entry: NewOutboxEntry, nowMs: number): Promise<IdempotencyRecord | undefined> {
     this.#assertOpen();
     const live = this.#live(record.id, nowMs);
-    if (live) return copy(live);
-    this.#records.set(record.id, copy(record));
+    if (live) return live;
+    this.#records.set(record.id, recordText(record));
     this.#insert(entry);
     return undefined;
   }
@@ -54,14 +73,11 @@ export class MemoryCommandStore implements CommandStore {
     this.#assertOpen();
     return items.map(({ record, entry, leaseMs, commandJson }) => {
       const live = this.#live(record.id, nowMs);
-      if (live) return { holder: copy(live) };
-      this.#records.set(record.id, copy(record));
-      const stored = this.#insert(entry, commandJson);
-      if (leaseMs !== undefined) {
-        // Claimed in the same step, as claimDue would: due again only when the lease runs out.
-        stored.nextAttemptMs = nowMs + leaseMs;
-        this.#claimed.add(stored.seq);
-      }
+      if (live) return { holder: live };
+      this.#records.set(record.id, recordText(record));
+      // Claimed in the same step, as claimDue would: due again only when the lease runs out.
+      const stored = this.#insert(entry, commandJson, leaseMs === undefined ? undefined : nowMs + leaseMs);
+      if (leaseMs !== undefined) this.#claimed.add(stored.seq);
       return { seq: stored.seq };
     });
   }
@@ -69,22 +85,21 @@ export class MemoryCommandStore implements CommandStore {
   async claim(record: IdempotencyRecord, nowMs: number): Promise<IdempotencyRecord | undefined> {
     this.#assertOpen();
     const live = this.#live(record.id, nowMs);
-    if (live) return copy(live);
-    this.#records.set(record.id, copy(record));
+    if (live) return live;
+    this.#records.set(record.id, recordText(record));
     return undefined;
   }
 
   async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
     this.#assertOpen();
-    const live = this.#live(id, nowMs);
-    return live && copy(live);
+    return this.#live(id, nowMs);
   }
 
   async purgeExpired(nowMs: number): Promise<number> {
     this.#assertOpen();
     let removed = 0;
-    for (const [id, record] of this.#records) {
-      if (record.expiresMs > nowMs) continue;
+    for (const [id, text] of this.#records) {
+      if (expiryOf(text) > nowMs) continue;
       this.#records.delete(id);
       removed++;
     }
@@ -93,62 +108,57 @@ export class MemoryCommandStore implements CommandStore {
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {
     this.#assertOpen();
-    return copy(this.#insert(entry));
+    return entryOf(this.#insert(entry));
   }
 
   async due(backend: string, nowMs: number, limit: number): Promise<OutboxEntry[]> {
-    return this.#due(backend, nowMs, limit);
+    this.#assertOpen();
+    const index = this.#dueOrder.get(backend);
+    const entries = index?.take(nowMs, limit) ?? [];
+    // A read only: each goes back where it was.
+    for (const entry of entries) index!.put(entry);
+    return entries.map(entryOf);
   }
 
   async claimDue(backend: string, nowMs: number, limit: number, leaseMs: number): Promise<ClaimedOutboxEntry[]> {
-    // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
-    return this.#due(backend, nowMs, limit).map((entry) => {
-      // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
-      this.#outbox.get(entry.seq)!.nextAttemptMs = nowMs + leaseMs;
-      const reclaimed = this.#claimed.has(entry.seq);
-      this.#claimed.add(entry.seq);
-      return { ...entry, reclaimed };
-    });
-  }
-
-  /**
-   * The first `limit` due entries of `backend` (by next attempt, then seq), copied: one pass in seq
-   * order keeping the earliest `limit` seen so far. A claim while thousands of entries wait (the
-   * dispatcher's lane at its concurrency while accepts go on) neither copies nor sorts them all.
-   */
-  #due(backend: string, nowMs: number, limit: number): OutboxEntry[] {
     this.#assertOpen();
-    const picked: OutboxEntry[] = [];
-    if (limit <= 0) return picked;
-    for (const entry of this.#outbox.values()) {
-      if (entry.backend !== backend || entry.nextAttemptMs > nowMs) continue;
-      // Seen in seq order: one due no earlier than the last kept would go after it.
-      if (picked.length === limit && entry.nextAttemptMs >= picked[limit - 1].nextAttemptMs) continue;
-      let at = picked.length;
-      while (at > 0 && picked[at - 1].nextAttemptMs > entry.nextAttemptMs) at--;
-      picked.splice(at, 0, entry);
-      if (picked.length > limit) picked.pop();
-    }
-    return picked.map(copy);
+    const index = this.#dueOrder.get(backend);
+    // Read and lease in one synchronous step: two concurrent claimers never see one entry due.
+    return (index?.take(nowMs, limit) ?? []).map((entry) => {
+      const claimed = { ...entryOf(entry), reclaimed: this.#claimed.has(entry.seq) };
+      // A claimed entry is due again when its lease runs out (a reschedule sets the real next attempt).
+      entry.nextAttemptMs = nowMs + leaseMs;
+      index!.put(entry);
+      this.#claimed.add(entry.seq);
+      return claimed;
+    });
   }
 
   async reschedule(seq: number, attempts: number, nextAttemptMs: number, lastError: string): Promise<void> {
     this.#assertOpen();
     const entry = this.#outbox.get(seq);
-    if (entry) Object.assign(entry, { attempts, nextAttemptMs, lastError });
+    if (entry) {
+      Object.assign(entry, { attempts, nextAttemptMs, lastError });
+      this.#dueOrder.get(entry.backend)!.put(entry);
+    }
     this.#claimed.delete(seq);
   }
 
   async complete(seq: number): Promise<void> {
     this.#assertOpen();
+    const entry = this.#outbox.get(seq);
+    if (!entry) return;
     this.#outbox.delete(seq);
     this.#claimed.delete(seq);
+    const index = this.#dueOrder.get(entry.backend)!;
+    index.delete(seq);
+    if (index.size === 0) this.#dueOrder.delete(entry.backend);
   }
 
   async nextDueMs(): Promise<number | undefined> {
     this.#assertOpen();
     let earliest: number | undefined;
-    for (const entry of this.#outbox.values()) earliest = Math.min(earliest ?? Infinity, entry.nextAttemptMs);
+    for (const index of this.#dueOrder.values()) earliest = Math.min(earliest ?? Infinity, index.earliestMs() ?? Infinity);
     return earliest;
   }
 
@@ -177,15 +187,26 @@ export class MemoryCommandStore implements CommandStore {
     return [...(this.#aliases.get(id) ?? [])];
   }
 
+  /** The live record of `id` at `nowMs` (a fresh copy), or undefined. */
   #live(id: string, nowMs: number): IdempotencyRecord | undefined {
-    const record = this.#records.get(id);
-    return record && record.expiresMs > nowMs ? record : undefined;
+    const text = this.#records.get(id);
+    return text !== undefined && expiryOf(text) > nowMs ? (JSON.parse(text) as IdempotencyRecord) : undefined;
   }
 
-  /** Stores a copy of `entry` (`commandJson`: its envelope's JSON, when already made; every other field is a primitive). */
-  #insert(entry: NewOutboxEntry, commandJson = JSON.stringify(entry.command)): OutboxEntry {
-    const stored: OutboxEntry = { ...entry, command: JSON.parse(commandJson) as OutboxEntry['command'], seq: ++this.#lastSeq };
+  /**
+   * Stores a copy of `entry` (`commandJson`: its envelope's JSON, when already made; every other
+   * field is a primitive), due at `dueMs` when given (a claim's lease end), else at its `nextAttemptMs`.
+   */
+  #insert({ command, ...entry }: NewOutboxEntry, commandJson = JSON.stringify(command), dueMs?: number): StoredEntry {
+    const stored: StoredEntry = { ...entry, commandJson, seq: ++this.#lastSeq };
+    if (dueMs !== undefined) stored.nextAttemptMs = dueMs;
     this.#outbox.set(stored.seq, stored);
+    let index = this.#dueOrder.get(stored.backend);
+    if (!index) {
+      index = new DueIndex();
+      this.#dueOrder.set(stored.backend, index);
+    }
+    index.put(stored);
     return stored;
   }
 
@@ -194,7 +215,20 @@ export class MemoryCommandStore implements CommandStore {
   }
 }
 
-/** A copy through JSON, as a durable store keeps values (and quicker than structuredClone here). */
-function copy<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value));
+/** The start of a record as the store keeps it (`recordText`). */
+const EXPIRY_FIRST = '{"expiresMs":';
+
+/** A record as the store keeps it: its JSON with `expiresMs` first (one flat string, as `JSON.stringify` makes it). */
+function recordText(record: IdempotencyRecord): string {
+  return JSON.stringify({ expiresMs: record.expiresMs, id: record.id, principal: record.principal, fingerprint: record.fingerprint, answer: record.answer });
+}
+
+/** The expiry of a record kept as `recordText`, read without parsing the rest. */
+function expiryOf(text: string): number {
+  return Number.parseInt(text.slice(EXPIRY_FIRST.length), 10);
+}
+
+/** A stored entry as the store hands it out: a copy with its envelope parsed. */
+function entryOf({ commandJson, ...entry }: StoredEntry): OutboxEntry {
+  return { ...entry, command: JSON.parse(commandJson) as OutboxEntry['command'] };
 }

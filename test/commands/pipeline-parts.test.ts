@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, commandFingerprint } from '../../src/commands/fingerprint.ts';
 import { RateLimiter } from '../../src/commands/rate-limit.ts';
@@ -18,6 +19,21 @@ describe('fingerprint', () => {
     expect(commandFingerprint({ type: 'T', source: 's', dataschema: 't/1', data: { b: [1, { y: 'é', x: null }], a: 'x', u: undefined } }))
       .toBe('ydQaM1uFhli4AKYUIr4amoUEhaUBpgTumuXgyAcE-5E');
     expect(canonicalJson([1, undefined, { b: undefined, a: [undefined, 'q"'] }])).toBe('[1,null,{"a":[null,"q\\""]}]');
+  });
+
+  it('orders keys as Array.prototype.sort does (UTF-16 code units), small objects and large, any characters', () => {
+    // The first implementation, with the builtin sort (JSON.stringify cannot be the reference: an object lists integer-like keys first).
+    const bySort = (value: unknown): string => {
+      if (value === null || typeof value !== 'object') return JSON.stringify(value);
+      if (Array.isArray(value)) return `[${value.map((item) => bySort(item ?? null)).join(',')}]`;
+      const members = Object.keys(value).sort().filter((key) => (value as Record<string, unknown>)[key] !== undefined);
+      return `{${members.map((key) => `${JSON.stringify(key)}:${bySort((value as Record<string, unknown>)[key])}`).join(',')}}`;
+    };
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.dictionary(fc.string({ unit: 'binary' }), fc.integer(), { maxKeys: 40 }), (value, wide) => {
+        for (const doc of [value, wide, { wide, value }]) expect(canonicalJson(doc)).toBe(bySort(doc));
+      }),
+    );
   });
 });
 
