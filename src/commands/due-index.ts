@@ -8,8 +8,9 @@
  * An entry whose due time changes (a claim's lease, a reschedule) is pushed again; its old place is
  * left in the heap and skipped when it surfaces (the entry records its current place). Left places
  * are dropped in one rebuild once they outnumber the live ones, so the heap stays within twice the
- * entries plus a constant.
+ * entries plus a constant. The heap itself is tinyqueue's (as the webhook queue's schedule).
  */
+import TinyQueue from 'tinyqueue';
 
 /** What the index orders: the outbox entry's seq and when it is due. */
 export interface DueItem {
@@ -28,7 +29,7 @@ const MIN_REBUILD = 64;
 
 /** Items of one backend by (due time, seq). */
 export class DueIndex<T extends DueItem> {
-  readonly #heap: Array<Place<T>> = [];
+  #heap = new TinyQueue<Place<T>>([], byDue);
   /** The current place of each item in the index, by seq. */
   readonly #places = new Map<number, Place<T>>();
 
@@ -41,14 +42,14 @@ export class DueIndex<T extends DueItem> {
   put(item: T): void {
     const place = { item, dueMs: item.nextAttemptMs };
     this.#places.set(item.seq, place);
-    this.#push(place);
+    this.#heap.push(place);
     if (this.#heap.length > MIN_REBUILD && this.#heap.length > 2 * this.#places.size) this.#rebuild();
   }
 
   /** Removes the item with `seq` (its place is skipped from now on). */
   delete(seq: number): void {
     this.#places.delete(seq);
-    if (this.#places.size === 0) this.#heap.length = 0;
+    if (this.#places.size === 0) this.#heap = new TinyQueue<Place<T>>([], byDue);
   }
 
   /** The earliest due time, or undefined when empty. */
@@ -63,7 +64,7 @@ export class DueIndex<T extends DueItem> {
   take(nowMs: number, limit: number): T[] {
     const taken: T[] = [];
     for (let top = this.#top(); top && top.dueMs <= nowMs && taken.length < limit; top = this.#top()) {
-      this.#pop();
+      this.#heap.pop();
       this.#places.delete(top.item.seq);
       taken.push(top.item);
     }
@@ -72,46 +73,19 @@ export class DueIndex<T extends DueItem> {
 
   /** The top place, after dropping places left behind by a move or a delete. */
   #top(): Place<T> | undefined {
-    while (this.#heap.length > 0 && this.#places.get(this.#heap[0].item.seq) !== this.#heap[0]) this.#pop();
-    return this.#heap[0];
+    for (let top = this.#heap.peek(); top; top = this.#heap.peek()) {
+      if (this.#places.get(top.item.seq) === top) return top;
+      this.#heap.pop();
+    }
+    return undefined;
   }
 
   #rebuild(): void {
-    const live = this.#heap.filter((place) => this.#places.get(place.item.seq) === place);
-    this.#heap.length = 0;
-    for (const place of live) this.#push(place);
-  }
-
-  #push(place: Place<T>): void {
-    const heap = this.#heap;
-    let at = heap.push(place) - 1;
-    while (at > 0) {
-      const up = (at - 1) >> 1;
-      if (!before(place, heap[up])) break;
-      heap[at] = heap[up];
-      at = up;
-    }
-    heap[at] = place;
-  }
-
-  #pop(): void {
-    const heap = this.#heap;
-    const last = heap.pop()!;
-    if (heap.length === 0) return;
-    let at = 0;
-    for (;;) {
-      const left = 2 * at + 1;
-      if (left >= heap.length) break;
-      const child = left + 1 < heap.length && before(heap[left + 1], heap[left]) ? left + 1 : left;
-      if (!before(heap[child], last)) break;
-      heap[at] = heap[child];
-      at = child;
-    }
-    heap[at] = last;
+    this.#heap = new TinyQueue(this.#heap.data.filter((place) => this.#places.get(place.item.seq) === place), byDue);
   }
 }
 
 /** Due order: earlier due time first, then lower seq. */
-function before<T extends DueItem>(a: Place<T>, b: Place<T>): boolean {
-  return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.item.seq < b.item.seq);
+function byDue<T extends DueItem>(a: Place<T>, b: Place<T>): number {
+  return a.dueMs - b.dueMs || a.item.seq - b.item.seq;
 }
