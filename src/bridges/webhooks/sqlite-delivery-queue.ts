@@ -104,6 +104,9 @@ function migrateInTransaction(db: DatabaseSync): void {
 /** WAL pages after which this connection checkpoints (SQLite's default is 1000). */
 export const WAL_CHECKPOINT_PAGES = 10_000;
 
+/** Page cache of this connection, KiB (SQLite's default is 2,000). */
+export const CACHE_KIB = 16_384;
+
 const COLUMNS = 'seq, id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, last_error, last_status, created_ms, updated_ms';
 
 interface Row {
@@ -350,6 +353,10 @@ function prepare(db: DatabaseSync): Statements {
   // a checkpoint every WAL_CHECKPOINT_PAGES instead of SQLite's 1000 copies each hot page once per
   // longer window (measured: about 4x less time per transaction), for a WAL of up to 40 MiB.
   db.exec(`PRAGMA wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+  // Message ids are UUIDs: each enqueue inserts into the id index at a random place, and the table
+  // keeps an hour of succeeded rows. A page cache of CACHE_KIB instead of SQLite's 2 MiB keeps more
+  // of that index in memory (queue alone, 64,000 deliveries: 32.9 / 33.2 -> 30.0 / 29.9 us each).
+  db.exec(`PRAGMA cache_size = -${CACHE_KIB}`);
   const table = 'webhook_deliveries';
   // A state change names the row by seq and its current claim (an older claim is refused). `done`
   // is set only where it changes, so a claim or a retry leaves the unfinished index alone.
