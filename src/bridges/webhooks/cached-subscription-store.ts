@@ -9,39 +9,31 @@
  * Reads hand out copies (as every store does: a caller may change what it got). A read that was in
  * flight while a write changed the subscription is answered but not kept.
  */
-import type { FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import type { FailingStreak, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import { SubscriptionStoreDecorator } from './subscription-store-decorator.ts';
 
 /** Subscriptions kept at most (ids of deleted ones included); beyond, the cache starts over. */
 export const MAX_CACHED = 10_000;
 
 /** `inner` with its reads kept until a write through it changes them. */
-export class CachedSubscriptionStore implements SubscriptionStore {
-  readonly #inner: SubscriptionStore;
+export class CachedSubscriptionStore extends SubscriptionStoreDecorator {
   readonly #byId = new Map<string, Subscription | undefined>();
   #active: Subscription[] | undefined;
   /** Bumped by every write: a read started before it is not kept. */
   #generation = 0;
 
-  constructor(inner: SubscriptionStore) {
-    this.#inner = inner;
-  }
-
-  open(): Promise<void> {
-    return this.#inner.open();
-  }
-
-  async create(subscription: Subscription): Promise<void> {
+  override async create(subscription: Subscription): Promise<void> {
     try {
-      await this.#inner.create(subscription);
+      await this.inner.create(subscription);
     } finally {
       this.#changed(subscription.id);
     }
   }
 
-  async get(id: string): Promise<Subscription | undefined> {
+  override async get(id: string): Promise<Subscription | undefined> {
     if (this.#byId.has(id)) return copyOf(this.#byId.get(id));
     const generation = this.#generation;
-    const found = await this.#inner.get(id);
+    const found = await this.inner.get(id);
     if (generation === this.#generation) {
       if (this.#byId.size >= MAX_CACHED) this.#byId.clear();
       this.#byId.set(id, copyOf(found));
@@ -49,62 +41,47 @@ export class CachedSubscriptionStore implements SubscriptionStore {
     return found;
   }
 
-  listByPrincipal(principal: string): Promise<Subscription[]> {
-    return this.#inner.listByPrincipal(principal);
-  }
 
-  async listActive(): Promise<Subscription[]> {
+  override async listActive(): Promise<Subscription[]> {
     if (this.#active) return this.#active.map((s) => copyOf(s)!);
     const generation = this.#generation;
-    const active = await this.#inner.listActive();
+    const active = await this.inner.listActive();
     if (generation === this.#generation) this.#active = active.map((s) => copyOf(s)!);
     return active;
   }
 
-  setStatus(id: string, status: SubscriptionStatus, change: StatusChange): Promise<boolean> {
-    return this.#write(id, () => this.#inner.setStatus(id, status, change));
+  override setStatus(id: string, status: SubscriptionStatus, change: StatusChange): Promise<boolean> {
+    return this.#write(id, () => this.inner.setStatus(id, status, change));
   }
 
-  recordAttempt(id: string, succeeded: boolean, nowMs: number): Promise<FailingStreak | undefined> {
-    return this.#write(id, () => this.#inner.recordAttempt(id, succeeded, nowMs));
+  override recordAttempt(id: string, succeeded: boolean, nowMs: number): Promise<FailingStreak | undefined> {
+    return this.#write(id, () => this.inner.recordAttempt(id, succeeded, nowMs));
   }
 
-  rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean> {
-    return this.#write(id, () => this.#inner.rotateSecret(id, secret, previousUntilMs));
+  override rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean> {
+    return this.#write(id, () => this.inner.rotateSecret(id, secret, previousUntilMs));
   }
 
-  dropExpiredSecrets(nowMs: number): Promise<number> {
+  override dropExpiredSecrets(nowMs: number): Promise<number> {
     // Which subscriptions lost a secret is not told: every read is dropped when any did.
-    return this.#write(undefined, () => this.#inner.dropExpiredSecrets(nowMs), (dropped) => dropped > 0);
+    return this.#write(undefined, () => this.inner.dropExpiredSecrets(nowMs), (dropped) => dropped > 0);
   }
 
-  startRecovery(recovery: Recovery): Promise<string | undefined> {
-    return this.#inner.startRecovery(recovery);
+
+
+
+
+  override delete(id: string): Promise<boolean> {
+    return this.#write(id, () => this.inner.delete(id));
   }
 
-  getRecovery(id: string): Promise<Recovery | undefined> {
-    return this.#inner.getRecovery(id);
+  override deleteByService(serviceId: string): Promise<string[]> {
+    return this.#write(undefined, () => this.inner.deleteByService(serviceId), (deleted) => deleted.length > 0);
   }
 
-  claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
-    return this.#inner.claimRecovery(owner, nowMs, leaseMs);
-  }
-
-  saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release?: boolean): Promise<boolean> {
-    return this.#inner.saveRecovery(recovery, owner, nowMs, leaseMs, release);
-  }
-
-  delete(id: string): Promise<boolean> {
-    return this.#write(id, () => this.#inner.delete(id));
-  }
-
-  deleteByService(serviceId: string): Promise<string[]> {
-    return this.#write(undefined, () => this.#inner.deleteByService(serviceId), (deleted) => deleted.length > 0);
-  }
-
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.#changed(undefined);
-    await this.#inner.close();
+    await this.inner.close();
   }
 
   /** Runs a write; afterwards (failed or not) forgets what it may have changed: `id`, or every read when `id` is undefined and `changedAny` says so. */

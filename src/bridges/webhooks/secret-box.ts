@@ -11,7 +11,8 @@
  * above it (fan-out, deliveries) sees the plain secret it signs with.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import type { FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
+import type { Subscription, SubscriptionStore } from './SubscriptionStore.ts';
+import { SubscriptionStoreDecorator } from './subscription-store-decorator.ts';
 
 /** Length of a key, bytes (AES-256). */
 export const SECRET_KEY_BYTES = 32;
@@ -64,82 +65,37 @@ export class SecretBox {
 }
 
 /** A `SubscriptionStore` whose adapter only ever sees sealed secrets. */
-export class SealedSubscriptionStore implements SubscriptionStore {
-  readonly #inner: SubscriptionStore;
+export class SealedSubscriptionStore extends SubscriptionStoreDecorator {
   readonly #box: SecretBox;
 
   constructor(inner: SubscriptionStore, box: SecretBox) {
-    this.#inner = inner;
+    super(inner);
     this.#box = box;
   }
 
-  open(): Promise<void> {
-    return this.#inner.open();
-  }
-
-  create(subscription: Subscription): Promise<void> {
+  override create(subscription: Subscription): Promise<void> {
     const sealed = { ...subscription };
     if (subscription.secret !== undefined) sealed.secret = this.#box.seal(subscription.secret, subscription.id);
     if (subscription.previousSecret !== undefined) sealed.previousSecret = { ...subscription.previousSecret, secret: this.#box.seal(subscription.previousSecret.secret, subscription.id) };
-    return this.#inner.create(sealed);
+    return this.inner.create(sealed);
   }
 
-  async get(id: string): Promise<Subscription | undefined> {
-    const found = await this.#inner.get(id);
+  override async get(id: string): Promise<Subscription | undefined> {
+    const found = await this.inner.get(id);
     return found && this.#opened(found);
   }
 
-  async listByPrincipal(principal: string): Promise<Subscription[]> {
-    return (await this.#inner.listByPrincipal(principal)).map((s) => this.#opened(s));
+  override async listByPrincipal(principal: string): Promise<Subscription[]> {
+    return (await this.inner.listByPrincipal(principal)).map((s) => this.#opened(s));
   }
 
-  async listActive(): Promise<Subscription[]> {
-    return (await this.#inner.listActive()).map((s) => this.#opened(s));
-  }
-
-  setStatus(id: string, status: SubscriptionStatus, change: StatusChange): Promise<boolean> {
-    return this.#inner.setStatus(id, status, change);
-  }
-
-  recordAttempt(id: string, succeeded: boolean, nowMs: number): Promise<FailingStreak | undefined> {
-    return this.#inner.recordAttempt(id, succeeded, nowMs);
+  override async listActive(): Promise<Subscription[]> {
+    return (await this.inner.listActive()).map((s) => this.#opened(s));
   }
 
   /** The new secret is sealed; the current one moves to the previous slot as sealed (same row, same additional data). */
-  rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean> {
-    return this.#inner.rotateSecret(id, this.#box.seal(secret, id), previousUntilMs);
-  }
-
-  dropExpiredSecrets(nowMs: number): Promise<number> {
-    return this.#inner.dropExpiredSecrets(nowMs);
-  }
-
-  startRecovery(recovery: Recovery): Promise<string | undefined> {
-    return this.#inner.startRecovery(recovery);
-  }
-
-  getRecovery(id: string): Promise<Recovery | undefined> {
-    return this.#inner.getRecovery(id);
-  }
-
-  claimRecovery(owner: string, nowMs: number, leaseMs: number): Promise<Recovery | undefined> {
-    return this.#inner.claimRecovery(owner, nowMs, leaseMs);
-  }
-
-  saveRecovery(recovery: Recovery, owner: string, nowMs: number, leaseMs: number, release?: boolean): Promise<boolean> {
-    return this.#inner.saveRecovery(recovery, owner, nowMs, leaseMs, release);
-  }
-
-  delete(id: string): Promise<boolean> {
-    return this.#inner.delete(id);
-  }
-
-  deleteByService(serviceId: string): Promise<string[]> {
-    return this.#inner.deleteByService(serviceId);
-  }
-
-  close(): Promise<void> {
-    return this.#inner.close();
+  override rotateSecret(id: string, secret: string, previousUntilMs: number): Promise<boolean> {
+    return this.inner.rotateSecret(id, this.#box.seal(secret, id), previousUntilMs);
   }
 
   #opened(subscription: Subscription): Subscription {
