@@ -46,23 +46,8 @@ describe('SqliteDeliveryQueue', () => {
   it('brings the layout of earlier versions (due indexes, a table of lanes, no done column) to the current one, and the queue it finds keeps working', async () => {
     const path = join(tempDir(), 'gateway.db');
     // The layout before the schedule in memory (issue 28), with a succeeded, an in-flight and two pending deliveries.
-    const db = openSqlite(path);
-    db.exec(`CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, subscription_id TEXT NOT NULL,
-      event_id TEXT NOT NULL, event_type TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL,
-      next_attempt_ms INTEGER NOT NULL, last_error TEXT, last_status INTEGER, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
-      claim INTEGER NOT NULL DEFAULT 0, lease_until_ms INTEGER);
-      CREATE TABLE webhook_delivery_lanes (subscription_id TEXT PRIMARY KEY, ready_ms INTEGER NOT NULL) WITHOUT ROWID;
-      CREATE INDEX webhook_delivery_lanes_ready ON webhook_delivery_lanes (ready_ms, subscription_id);
-      CREATE INDEX webhook_deliveries_subscription ON webhook_deliveries (subscription_id, seq);
-      CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (subscription_id, next_attempt_ms, seq) WHERE status = 'pending';
-      CREATE INDEX webhook_deliveries_leases ON webhook_deliveries (subscription_id, lease_until_ms, seq) WHERE status = 'in-flight';
-      CREATE INDEX webhook_deliveries_succeeded ON webhook_deliveries (updated_ms) WHERE status = 'succeeded';
-      CREATE INDEX webhook_deliveries_dead ON webhook_deliveries (updated_ms, seq) WHERE status = 'dead';
-      INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, created_ms, updated_ms, claim, lease_until_ms)
-      VALUES ('a', 'sub-a', 'e-a', 'T', '{}', 'succeeded', 1, 1, 1, 3, 1, NULL), ('b', 'sub-a', 'e-b', 'T', '{}', 'pending', 0, 1, 1, 1, 0, NULL),
-      ('c', 'sub-b', 'e-c', 'T', '{}', 'pending', 0, 1, 1, 1, 0, NULL), ('d', 'sub-b', 'e-d', 'T', '{}', 'in-flight', 1, 1, 1, 2, 3, 102);
-      INSERT INTO webhook_delivery_lanes VALUES ('sub-a', 1), ('sub-b', 1);`);
-    db.close();
+    previousLayout(path, `('a', 'sub-a', 'e-a', 'T', '{}', 'succeeded', 1, 1, 1, 3, 1, NULL), ('b', 'sub-a', 'e-b', 'T', '{}', 'pending', 0, 1, 1, 1, 0, NULL),
+      ('c', 'sub-b', 'e-c', 'T', '{}', 'pending', 0, 1, 1, 1, 0, NULL), ('d', 'sub-b', 'e-d', 'T', '{}', 'in-flight', 1, 1, 1, 2, 3, 102)`);
     const second = new SqliteDeliveryQueue(path);
     await second.open();
     const check = openSqlite(path);
@@ -79,6 +64,29 @@ describe('SqliteDeliveryQueue', () => {
     expect(await second.counts()).toEqual({ pending: 0, 'in-flight': 3, succeeded: 0, dead: 0 });
     await second.close();
   });
+  it('a migration refused halfway (its UPDATE of the finished rows) leaves the file as it was, and the next open migrates it whole: finished deliveries stay finished, a dead letter can be redelivered', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    previousLayout(path, `('dead-1', 'sub-a', 'e-1', 'T', '{}', 'dead', 10, 1, 1, 3, 10, NULL), ('ok-1', 'sub-a', 'e-2', 'T', '{}', 'succeeded', 1, 1, 1, 3, 1, NULL)`);
+    // The first open adds the column, then its UPDATE of the finished rows fails (a real SQLite error).
+    const blocker = openSqlite(path);
+    blocker.exec(`CREATE TRIGGER refuse_update BEFORE UPDATE ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused'); END`);
+    const first = new SqliteDeliveryQueue(path);
+    await expect(first.open()).rejects.toThrow(/refused/);
+    blocker.exec('DROP TRIGGER refuse_update');
+    blocker.close();
+    // The operator starts the gateway again: it opens, and must see the file as the previous version left it.
+    const queue = new SqliteDeliveryQueue(path);
+    await queue.open();
+    try {
+      expect(await queue.unfinished()).toBe(0);
+      expect(await queue.counts()).toEqual({ pending: 0, 'in-flight': 0, succeeded: 1, dead: 1 });
+      // A dead letter from before the upgrade can be put back (`POST …/redeliver`), as any other.
+      expect((await queue.redeliver('sub-a', 'dead-1', 10)).outcome).toBe('redelivered');
+    } finally {
+      await queue.close();
+    }
+  });
+
   it('builds its schedule again from the table when a write fails, so what the failed transaction claimed is claimable again', async () => {
     const path = join(tempDir(), 'gateway.db');
     const queue = new SqliteDeliveryQueue(path);
@@ -109,3 +117,28 @@ describe('SqliteDeliveryQueue', () => {
     await queue.close();
   });
 });
+
+/**
+ * A file in the delivery queue's layout before the schedule in memory (issue 28): a table of lanes,
+ * an index of pending rows and one of leases, no `done` column; `rows` are the VALUES of its deliveries
+ * (id, subscription, event id and type, payload, status, attempts, next attempt, created, updated,
+ * claim, lease end), each subscription's lane ready at 1.
+ */
+function previousLayout(path: string, rows: string): void {
+  const db = openSqlite(path);
+  db.exec(`CREATE TABLE webhook_deliveries (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, subscription_id TEXT NOT NULL,
+    event_id TEXT NOT NULL, event_type TEXT NOT NULL, payload TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL,
+    next_attempt_ms INTEGER NOT NULL, last_error TEXT, last_status INTEGER, created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL,
+    claim INTEGER NOT NULL DEFAULT 0, lease_until_ms INTEGER);
+    CREATE TABLE webhook_delivery_lanes (subscription_id TEXT PRIMARY KEY, ready_ms INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX webhook_delivery_lanes_ready ON webhook_delivery_lanes (ready_ms, subscription_id);
+    CREATE INDEX webhook_deliveries_subscription ON webhook_deliveries (subscription_id, seq);
+    CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (subscription_id, next_attempt_ms, seq) WHERE status = 'pending';
+    CREATE INDEX webhook_deliveries_leases ON webhook_deliveries (subscription_id, lease_until_ms, seq) WHERE status = 'in-flight';
+    CREATE INDEX webhook_deliveries_succeeded ON webhook_deliveries (updated_ms) WHERE status = 'succeeded';
+    CREATE INDEX webhook_deliveries_dead ON webhook_deliveries (updated_ms, seq) WHERE status = 'dead';
+    INSERT INTO webhook_deliveries (id, subscription_id, event_id, event_type, payload, status, attempts, next_attempt_ms, created_ms, updated_ms, claim, lease_until_ms)
+    VALUES ${rows};
+    INSERT INTO webhook_delivery_lanes SELECT DISTINCT subscription_id, 1 FROM webhook_deliveries WHERE status IN ('pending', 'in-flight');`);
+  db.close();
+}
