@@ -46,8 +46,7 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
 export async function readJson(req: IncomingMessage, limits: BodyLimits): Promise<unknown> {
   const text = (await readBody(req, limits.maxBytes)).toString('utf8');
   if (!text.trim()) throw new ProtoError('INVALID_JSON', 'the request body is empty; a JSON document is required');
-  const depth = jsonDepth(text);
-  if (depth > limits.maxDepth) {
+  if (exceedsJsonDepth(text, limits.maxDepth)) {
     throw new ProtoError('INVALID_JSON', `JSON nesting depth exceeds the limit of ${limits.maxDepth}`, { maxDepth: limits.maxDepth });
   }
   try {
@@ -55,6 +54,18 @@ export async function readJson(req: IncomingMessage, limits: BodyLimits): Promis
   } catch (err) {
     throw new ProtoError('INVALID_JSON', `the request body is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+/**
+ * True when the text nests arrays and objects deeper than `maxDepth`. The depth is never more than
+ * the number of opening brackets, which `indexOf` counts natively: a document with at most
+ * `maxDepth` of them (every command seen so far) skips `jsonDepth`'s scan of each character.
+ */
+export function exceedsJsonDepth(text: string, maxDepth: number): boolean {
+  let opening = 0;
+  for (let at = text.indexOf('{'); at !== -1 && opening <= maxDepth; at = text.indexOf('{', at + 1)) opening++;
+  for (let at = text.indexOf('['); at !== -1 && opening <= maxDepth; at = text.indexOf('[', at + 1)) opening++;
+  return opening > maxDepth && jsonDepth(text) > maxDepth;
 }
 
 /** Deepest nesting of arrays and objects in a JSON text (strings skipped); stops counting past need. */

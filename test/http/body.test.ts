@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { connect } from 'node:net';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readBody } from '../../src/http/body.ts';
+import { exceedsJsonDepth, jsonDepth, readBody } from '../../src/http/body.ts';
 
 const servers: Server[] = [];
 
@@ -58,5 +59,23 @@ describe('readBody', () => {
     const result = await outcome;
     expect(result.status).toBe('rejected');
     expect(String((result as PromiseRejectedResult).reason)).toMatch(/aborted|closed the request before its body ended/);
+  });
+});
+
+describe('exceedsJsonDepth: the depth check before parsing', () => {
+  it('agrees with the full scan on any JSON document and any limit', () => {
+    fc.assert(
+      fc.property(fc.json({ depthSize: 'large' }), fc.nat(12), (text, maxDepth) => {
+        expect(exceedsJsonDepth(text, maxDepth)).toBe(jsonDepth(text) > maxDepth);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('scans a document with more brackets than the limit: wide is allowed, deep is not', () => {
+    const wide = JSON.stringify(Array.from({ length: 50 }, (_, i) => ({ i, tags: [i] })));
+    expect(exceedsJsonDepth(wide, 3)).toBe(false);
+    expect(exceedsJsonDepth('[[[["x"]]]]', 3)).toBe(true);
+    expect(exceedsJsonDepth('{"s":"[[[[[[{{{{"}', 3)).toBe(false);
   });
 });

@@ -34,7 +34,7 @@ import { presentedOfMetadata, type Admission } from '../../edge/admission.ts';
 import type { Principal } from '../../edge/credentials.ts';
 import type { Operation } from '../../edge/operations.ts';
 import type { Slot, SlotEnd } from '../../edge/quota.ts';
-import { jsonDepth } from '../../http/body.ts';
+import { exceedsJsonDepth } from '../../http/body.ts';
 import type { EventFilter, EventLog } from '../../log/EventLog.ts';
 import { readHistory } from '../../log/history.ts';
 import type { GrpcMetrics } from '../../metrics/grpc.ts';
@@ -211,7 +211,7 @@ export class GrpcBridge {
   async #submit(request: ProtoCloudEvent, principal: Principal): Promise<{ id: string }> {
     let envelope: Record<string, unknown>;
     const { maxJsonDepth } = this.#o;
-    if (typeof request.text_data === 'string' && jsonDepth(request.text_data) > maxJsonDepth) {
+    if (typeof request.text_data === 'string' && exceedsJsonDepth(request.text_data, maxJsonDepth)) {
       throw new ProtoError('INVALID_JSON', `JSON nesting depth exceeds the limit of ${maxJsonDepth}`, { maxDepth: maxJsonDepth });
     }
     try {
