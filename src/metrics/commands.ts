@@ -5,6 +5,7 @@
  * `backend` a configured backend id.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot.ts';
 
 /** How a delivery attempt ended. */
 export type AttemptOutcome = 'delivered' | 'rejected' | 'retry' | 'aborted';
@@ -41,15 +42,16 @@ const ATTEMPT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 /** Registers the command metrics in `registry`; call once per registry (at boot). */
 export function commandMetrics(registry: Registry): CommandMetrics {
   const registers = [registry];
-  const submissions = new Counter({ name: 'proto_gateway_commands_total', help: 'Command submissions by type and outcome', labelNames: ['type', 'outcome'], registers });
-  const attempts = new Histogram({
+  // The three a command touches (submission, claim, attempt) find their label sets by one lookup (hot.ts).
+  const submissions = new HotCounter(new Counter({ name: 'proto_gateway_commands_total', help: 'Command submissions by type and outcome', labelNames: ['type', 'outcome'], registers }));
+  const attempts = new HotHistogram(new Histogram({
     name: 'proto_gateway_command_dispatch_duration_seconds',
     help: 'Duration of command delivery attempts to backends',
     labelNames: ['backend', 'outcome'],
     buckets: ATTEMPT_BUCKETS,
     registers,
-  });
-  const claims = new Counter({ name: 'proto_gateway_outbox_claims_total', help: 'Outbox entries this replica claimed, reclaimed after a lease ran out, or released at shutdown (unattempted or aborted)', labelNames: ['backend', 'outcome'], registers });
+  }));
+  const claims = new HotCounter(new Counter({ name: 'proto_gateway_outbox_claims_total', help: 'Outbox entries this replica claimed, reclaimed after a lease ran out, or released at shutdown (unattempted or aborted)', labelNames: ['backend', 'outcome'], registers }));
   const retries = new Counter({ name: 'proto_gateway_command_retries_total', help: 'Command deliveries rescheduled after a transient failure', labelNames: ['backend'], registers });
   const failures = new Counter({ name: 'proto_gateway_command_failures_total', help: 'Commands that finally failed (refused, or retries exhausted)', labelNames: ['backend'], registers });
   const conflicts = new Gauge({ name: 'proto_gateway_command_type_conflicts', help: 'Command types of a backend ignored because an earlier backend claims them', labelNames: ['backend'], registers });
@@ -63,9 +65,9 @@ export function commandMetrics(registry: Registry): CommandMetrics {
     },
   });
   return {
-    countSubmission: (type, outcome) => submissions.inc({ type: type ?? 'unknown', outcome }),
-    observeAttempt: (backend, outcome, seconds) => attempts.observe({ backend, outcome }, seconds),
-    countClaim: (backend, outcome) => claims.inc({ backend, outcome }),
+    countSubmission: (type = 'unknown', outcome) => submissions.inc(`${type}\0${outcome}`, () => ({ type, outcome })),
+    observeAttempt: (backend, outcome, seconds) => attempts.observe(`${backend}\0${outcome}`, () => ({ backend, outcome }), seconds),
+    countClaim: (backend, outcome) => claims.inc(`${backend}\0${outcome}`, () => ({ backend, outcome })),
     countRetry: (backend) => retries.inc({ backend }),
     countFailure: (backend) => failures.inc({ backend }),
     setConflicts: (backend, count) => conflicts.set({ backend }, count),
