@@ -23,7 +23,7 @@ const auth: AuthConfig = {
 };
 
 /** The real HTTP core (router, auth, limits, CORS) with one route that echoes its JSON body. */
-async function core(routes: Route[] = []) {
+async function core(routes: Route[] = [], logger: pino.Logger = pino({ level: 'silent' })) {
   const echo: Route = { method: 'POST', path: '/echo', handle: async (ctx) => ({ status: 200, body: { got: await ctx.json(), by: ctx.principal.id } }) };
   const http = createHttpServer({
     router: new Router().add([echo, ...routes]),
@@ -33,7 +33,7 @@ async function core(routes: Route[] = []) {
     }),
     cors: createCors(['https://app.example'], auth.header),
     limits: { maxBytes: 1024, maxDepth: 4 },
-    logger: pino({ level: 'silent' }),
+    logger,
     metrics: httpMetrics(new Registry()),
   });
   const address = await http.listen('127.0.0.1', 0);
@@ -44,6 +44,26 @@ async function core(routes: Route[] = []) {
 
 const post = (url: string, body: string, key = 'write-key') =>
   getJson(`${url}/echo`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-api-key': key } });
+
+describe('HTTP core: the request log', () => {
+  it('names the request id on the access line and on what a handler logs', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const logs: Route = { method: 'GET', path: '/logs', public: true, handle: async (ctx) => {
+      ctx.log.info('handled');
+      return { status: 200, body: {} };
+    } };
+    const url = await core([logs], logger);
+    expect((await fetch(`${url}/logs`, { headers: { 'x-request-id': 'req-42' } })).status).toBe(200);
+    expect((await fetch(`${url}/nowhere`, { headers: { 'x-request-id': 'req-43', 'x-api-key': 'read-key' } })).status).toBe(404);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lines.find((line) => line.msg === 'handled')).toMatchObject({ reqId: 'req-42' });
+    expect(lines.filter((line) => line.msg === 'request')).toEqual([
+      expect.objectContaining({ reqId: 'req-42', method: 'GET', path: '/logs', route: '/logs', status: 200 }),
+      expect.objectContaining({ reqId: 'req-43', method: 'GET', path: '/nowhere', status: 404 }),
+    ]);
+  });
+});
 
 describe('HTTP core: limits and the order of checks', () => {
   it('accepts JSON within the limits', async () => {
