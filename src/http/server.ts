@@ -136,9 +136,7 @@ async function drain(server: Server, timeoutMs: number): Promise<void> {
 async function handle(options: HttpServerOptions, state: ServerState, req: IncomingMessage, res: ServerResponse, span: HttpServerSpan): Promise<void> {
   const started = process.hrtime.bigint();
   const requestId = requestIdOf(req);
-  // The request's child logger is made when something logs besides the access line (most requests log nothing else).
-  let child: Logger | undefined;
-  const log = (): Logger => (child ??= options.logger.child({ reqId: requestId }));
+  const log = options.logger.child({ reqId: requestId });
   // An absolute-form target such as `http://[::1` does not parse: that is bad input, not a crash.
   const url = URL.parse(req.url ?? '/', 'http://gateway.invalid');
   const method = req.method ?? 'GET';
@@ -152,7 +150,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     options.metrics.observe(routeLabel, method, res.statusCode, seconds);
     span.end(routeLabel, res.statusCode);
-    options.logger.info({ reqId: requestId, method, path: url?.pathname, route: routeLabel, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'request');
+    log.info({ method, path: url?.pathname, route: routeLabel, status: res.statusCode, ms: Math.round(seconds * 1000) }, 'request');
   });
   try {
     if (!url) throw new ProtoError('INVALID_PARAMETER', 'the request target is not a valid URL');
@@ -177,9 +175,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
       requestId,
       // The server span's own context when tracing is on (backends continue this trace), else the caller's or a new one.
       traceparent: span.traceparent ?? traceparentOf(req),
-      get log() {
-        return log();
-      },
+      log,
       json: () => readJson(req, options.limits),
     };
     const reply = await match.route.handle(ctx);
@@ -202,9 +198,9 @@ function unparsedRequestAnswer(err: NodeJS.ErrnoException): string {
   return `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-function fail(res: ServerResponse, log: () => Logger, err: unknown, route?: Route): void {
-  if (!isProtoError(err)) log().error({ err }, 'unhandled error');
-  else if (err.status >= 500) log().warn({ code: err.code, msg: err.message, cause: (err.cause as Error | undefined)?.message }, 'request failed');
+function fail(res: ServerResponse, log: Logger, err: unknown, route?: Route): void {
+  if (!isProtoError(err)) log.error({ err }, 'unhandled error');
+  else if (err.status >= 500) log.warn({ code: err.code, msg: err.message, cause: (err.cause as Error | undefined)?.message }, 'request failed');
   const error = isProtoError(err) ? err : new ProtoError('INTERNAL', 'internal error');
   if (res.headersSent) {
     res.destroy();
