@@ -4,7 +4,7 @@
  */
 import type { EventsConfig } from '../config/types.ts';
 import type { EventVisibility } from '../edge/access-rules.ts';
-import type { CloudEvent, EventFilter, EventLog } from './EventLog.ts';
+import type { CloudEvent, EventFilter, EventLog, StoredEvent } from './EventLog.ts';
 import { decodeCursor, encodeCursor, filterKey } from './cursor.ts';
 
 /** The body of `GET /events` (PROTOCOL.md 2.7, event list). */
@@ -61,4 +61,12 @@ function withAliases(filter: EventFilter, aliases: string[] | undefined): EventF
   if (filter.correlationId === undefined || !aliases || aliases.length === 0) return filter;
   const { correlationId, ...rest } = filter;
   return { ...rest, correlationIds: [correlationId, ...aliases.filter((alias) => alias !== correlationId)] };
+}
+
+/** The event `id` as the log holds it (with its position and backend), or undefined when it is not (or no longer) there. */
+export async function storedEventOf(log: Pick<EventLog, 'positionOf' | 'query'>, id: string): Promise<StoredEvent | undefined> {
+  const position = await log.positionOf(id);
+  if (position === undefined) return undefined;
+  const stored = (await log.query({}, position - 1, 1)).events[0];
+  return stored?.event.id === id ? stored : undefined;
 }

@@ -9,6 +9,7 @@ import { NOBODY, type AccessRules, type EventVisibility } from '../../edge/acces
 import type { Principal } from '../../edge/credentials.ts';
 import type { Scope } from '../../config/types.ts';
 import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
+import { storedEventOf } from '../../log/history.ts';
 import { wantsType, type Subscription } from './SubscriptionStore.ts';
 
 /** The events one subscription may carry; undefined: every event its filter wants. */
@@ -48,9 +49,8 @@ export function eventStillVisible(audience: SubscriptionAudience, log: Pick<Even
   return async (subscription, eventId) => {
     const visible = audience(subscription);
     if (visible === undefined) return true;
-    const position = await log.positionOf(eventId);
-    const stored = position === undefined ? undefined : (await log.query({}, position - 1, 1)).events[0];
-    return stored?.event.id !== eventId || visible(stored.backend, stored.event.type);
+    const stored = await storedEventOf(log, eventId);
+    return stored === undefined || visible(stored.backend, stored.event.type);
   };
 }
 
@@ -62,8 +62,7 @@ export function eventStillVisible(audience: SubscriptionAudience, log: Pick<Even
 export function eventSeenByEveryone(access: Pick<AccessRules, 'eventsSeenBy' | 'active'> | undefined, log: Pick<EventLog, 'positionOf' | 'query'>): (eventId: string) => Promise<boolean> {
   return async (eventId) => {
     if (access === undefined || !access.active) return true;
-    const position = await log.positionOf(eventId);
-    const stored = position === undefined ? undefined : (await log.query({}, position - 1, 1)).events[0];
-    return stored?.event.id === eventId && access.eventsSeenBy(NOBODY)(stored.backend, stored.event.type);
+    const stored = await storedEventOf(log, eventId);
+    return stored !== undefined && access.eventsSeenBy(NOBODY)(stored.backend, stored.event.type);
   };
 }

@@ -41,7 +41,6 @@ export class CachedSubscriptionStore extends SubscriptionStoreDecorator {
     return found;
   }
 
-
   override async listActive(): Promise<Subscription[]> {
     if (this.#active) return this.#active.map((s) => copyOf(s)!);
     const generation = this.#generation;
@@ -66,10 +65,6 @@ export class CachedSubscriptionStore extends SubscriptionStoreDecorator {
     // Which subscriptions lost a secret is not told: every read is dropped when any did.
     return this.#write(undefined, () => this.inner.dropExpiredSecrets(nowMs), (dropped) => dropped > 0);
   }
-
-
-
-
 
   override delete(id: string): Promise<boolean> {
     return this.#write(id, () => this.inner.delete(id));

@@ -15,6 +15,7 @@ import type { AccessRules } from '../../edge/access-rules.ts';
 import type { Principal } from '../../edge/credentials.ts';
 import { ProtoError } from '../../errors.ts';
 import type { EventLog, StoredEvent } from '../../log/EventLog.ts';
+import { storedEventOf } from '../../log/history.ts';
 import type { Delivery, DeliveryQueue, DeliveryStatus } from './DeliveryQueue.ts';
 import { audienceOf, eventStillVisible, grantsOf } from './audience.ts';
 import { messageId } from './fan-out.ts';
@@ -331,9 +332,8 @@ export class Subscriptions {
 
   /** The event `eventId` of the log; `NOT_FOUND` when it is not (or no longer) there. */
   async #event(eventId: string): Promise<StoredEvent> {
-    const position = await this.#o.log.positionOf(eventId);
-    const found = position === undefined ? undefined : (await this.#o.log.query({}, position - 1, 1)).events[0];
-    if (!found || found.event.id !== eventId) throw absentEvent(eventId);
+    const found = await storedEventOf(this.#o.log, eventId);
+    if (!found) throw absentEvent(eventId);
     return found;
   }
 
@@ -394,11 +394,12 @@ function viewOf(d: Delivery): DeliveryView {
   return view;
 }
 
-/** An event not in the log, as far as the caller may know (never appended, removed by retention, or hidden from it). */
+/** A delivery the subscription does not have, as far as the caller may know (never queued, purged, or of an event hidden from it since). */
 function absentDelivery(subscriptionId: string, deliveryId: string): ProtoError {
   return new ProtoError('NOT_FOUND', `no delivery "${deliveryId}" of subscription "${subscriptionId}"`);
 }
 
+/** An event not in the log, as far as the caller may know (never appended, removed by retention, or hidden from it). */
 function absentEvent(eventId: string): ProtoError {
   return new ProtoError('NOT_FOUND', `no event "${eventId}" in the log (never appended, or removed by retention)`);
 }
