@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { load as runLoad, loadTool, type Load } from './support/http-load.ts';
-import { cpuMicros, treeCpuMicros, withCpu } from './support/process-cpu.ts';
+import { cpuMicros, threadCpuMicros, threadCpuSpent, treeCpuMicros, withCpu, type ThreadCpu } from './support/process-cpu.ts';
 import { freePort, spawnWithUrl, stop, stopAll, track } from './support/processes.ts';
 import { BenchReport, sized } from './support/report.ts';
 
@@ -117,6 +117,24 @@ interface Round {
   bare: Load;
   /** Bare proxy CPU µs per request. */
   bareCpuPerRequest: number;
+  /** The gateway's CPU µs per delivered command by thread kind, and how busy its event loop was (CPU / wall time of the phase). */
+  threads?: ThreadCpu & { busy: number };
+  /** The bare proxy's event loop: CPU µs per request, and how busy it was. */
+  bareEventLoop?: { perRequest: number; busy: number };
+}
+
+/** CPU by thread kind per unit, with the event loop's busy share over `wallMs`. */
+function perThread(spent: ThreadCpu | undefined, count: number, wallMs: number): (ThreadCpu & { busy: number }) | undefined {
+  if (!spent || count === 0) return undefined;
+  return { eventLoop: spent.eventLoop / count, workers: spent.workers / count, v8: spent.v8 / count, other: spent.other / count, busy: spent.eventLoop / (wallMs * 1000) };
+}
+
+/** A phase's CPU by thread kind: what `work` returned, the split spent meanwhile and the wall time it took. */
+async function withThreadCpu<T>(pid: number | undefined, work: () => Promise<T> | T): Promise<{ result: T; spent: ThreadCpu | undefined; wallMs: number }> {
+  const before = threadCpuMicros(pid);
+  const startedMs = performance.now();
+  const result = await work();
+  return { result, spent: threadCpuSpent(before, threadCpuMicros(pid)), wallMs: performance.now() - startedMs };
 }
 
 /** The round whose `ratio` is the median (a real, paired measurement, not a mix of two). */
@@ -161,25 +179,31 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       console.log(`round ${round}`);
       for (const driver of ['memory', 'sqlite'] as const) {
-        const bare = await withCpu(() => cpuMicros(proxy.child.pid), () => load(`${proxy.url}/commands`));
+        const bareSplit = await withThreadCpu(proxy.child.pid, () => withCpu(() => cpuMicros(proxy.child.pid), () => load(`${proxy.url}/commands`)));
+        const bare = bareSplit.result;
         const bareCpuPerRequest = perUnit(bare.cpuMicros, bare.result.ok);
         line('bare undici proxy (own process)', bare.result, bareCpuPerRequest);
+        const bareThreads = perThread(bareSplit.spent, bare.result.ok, bareSplit.wallMs);
         await fetch(`${sink}/__reset`, { method: 'POST' });
         const startedMs = Date.now();
-        const gateway = await withCpu(() => cpuMicros(gateways[driver].child.pid), async () => {
+        const split = await withThreadCpu(gateways[driver].child.pid, () => withCpu(() => cpuMicros(gateways[driver].child.pid), async () => {
           const accepted = load(`${gateways[driver].url}/commands`);
           return { accepted, reached: await delivered(sink, accepted.ok, startedMs) };
-        });
+        }));
+        const gateway = split.result;
         const { accepted, reached } = gateway.result;
         const cpuPerCommand = perUnit(gateway.cpuMicros, reached.count);
+        const threads = perThread(split.spent, reached.count, split.wallMs);
         line(`gateway (${driver}), accepted`, accepted);
         console.log(`  gateway (${driver}), delivered       ${fmt(reached.perSecond).padStart(7)}                     ${cpuText(cpuPerCommand).padStart(8)}   (${fmt(reached.count)} of ${fmt(accepted.ok)} accepted reached the backend)`);
-        rounds[driver].push({ accepted, reached, cpuPerCommand, bare: bare.result, bareCpuPerRequest });
+        if (threads && bareThreads) console.log(`    by thread, µs per command: event loop ${threads.eventLoop.toFixed(0)} (busy ${(100 * threads.busy).toFixed(0)} %; bare proxy's ${bareThreads.eventLoop.toFixed(0)}, busy ${(100 * bareThreads.busy).toFixed(0)} %), worker threads ${threads.workers.toFixed(0)}, V8 helpers ${threads.v8.toFixed(0)}, other ${threads.other.toFixed(0)}`);
+        rounds[driver].push({ accepted, reached, cpuPerCommand, bare: bare.result, bareCpuPerRequest, ...(threads && { threads }), ...(bareThreads && { bareEventLoop: { perRequest: bareThreads.eventLoop, busy: bareThreads.busy } }) });
       }
     }
     phases.rounds = rounds;
     console.log('');
     const judged: string[] = [];
+    const eventLoops: string[] = [];
     for (const driver of ['memory', 'sqlite'] as const) {
       const figure = (name: string, ratio: (round: Round) => number, gateway: (round: Round) => number, baseline: (round: Round) => number, better: 'higher' | 'lower', unit: string) => {
         const round = medianRound(rounds[driver], ratio);
@@ -200,6 +224,13 @@ async function main(): Promise<void> {
       }
       const cpuTarget = driver === 'sqlite' ? TARGETS.sqliteCpu : TARGETS.memoryCpu;
       const verdict = (met: boolean) => (met ? 'met' : 'not met');
+      const loopRound = medianRound(rounds[driver], (r) => (r.threads && r.bareEventLoop ? r.threads.eventLoop / r.bareEventLoop.perRequest : NaN));
+      if (loopRound.threads && loopRound.bareEventLoop) {
+        // Delivered/s follows this ratio while the gateway's event loop is saturated (busy near the bare proxy's); a SQLite event loop less busy waits for commits.
+        const { threads, bareEventLoop } = loopRound;
+        report.add({ name: `gateway ${driver}: event-loop CPU per delivered command`, unit: 'µs', gateway: threads.eventLoop, baseline: bareEventLoop.perRequest, baselineName: 'bare undici proxy (event loop)', better: 'lower' });
+        eventLoops.push(`${driver}: event loop ${threads.eventLoop.toFixed(0)} µs per command vs ${bareEventLoop.perRequest.toFixed(0)} µs (${(threads.eventLoop / bareEventLoop.perRequest).toFixed(2)}x), busy ${(100 * threads.busy).toFixed(0)} % vs ${(100 * bareEventLoop.busy).toFixed(0)} %; worker threads ${threads.workers.toFixed(0)} µs, V8 helpers ${threads.v8.toFixed(0)} µs`);
+      }
       judged.push(`${driver}: CPU ${cpuRatio.toFixed(2)}x (target <= ${cpuTarget}x: ${verdict(cpuRatio <= cpuTarget)}), delivered/s ${deliveredRatio.toFixed(2)}x (target >= ${TARGETS.delivered}x: ${verdict(deliveredRatio >= TARGETS.delivered)}), p99 ${p99Ratio.toFixed(2)}x (target <= ${TARGETS.p99}x: ${verdict(p99Ratio <= TARGETS.p99)})`);
     }
     const bare = medianRound(rounds.memory, (r) => r.bare.perSecond).bare;
@@ -209,6 +240,7 @@ async function main(): Promise<void> {
       const bareCpu = medianRound(rounds.memory, (r) => r.bareCpuPerRequest).bareCpuPerRequest;
       report.add({ name: 'nginx proxy_pass CPU per request vs bare proxy', unit: 'µs', gateway: viaNginx.cpuPerRequest, baseline: bareCpu, baselineName: 'bare undici proxy', better: 'lower' });
     }
+    if (eventLoops.length > 0) console.log(`\nby thread, against the bare proxy's event loop (median round of the ratio):\n  ${eventLoops.join('\n  ')}`);
     console.log(`\nissue 29 targets against the bare proxy (median round of each ratio):\n  ${judged.join('\n  ')}`);
     report.write({ clients: CLIENTS, seconds: SECONDS, rounds: ROUNDS, load: TOOL, phases, targets: TARGETS });
   } finally {

@@ -5,7 +5,7 @@
  * server's throughput moves with whatever else runs, its CPU time per request much less.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Clock ticks per second of `/proc` times (`getconf CLK_TCK`; 100 on every Linux we run on). */
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
@@ -22,6 +22,44 @@ export function cpuMicros(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Where a Node process's CPU went, in µs: its main thread (the event loop), its worker threads (`new Worker`), V8's helper threads (GC, compiler) and the rest (libuv's pool, the inspector). */
+export interface ThreadCpu {
+  eventLoop: number;
+  workers: number;
+  v8: number;
+  other: number;
+}
+
+/** `ThreadCpu` of `pid` from `/proc/<pid>/task/<tid>/stat`; undefined where `/proc` is not there. Threads are told apart by their names (`comm`): Node names worker threads `WorkerThread`, V8's helpers `V8Worker`/`v8:…`. */
+export function threadCpuMicros(pid: number | undefined): ThreadCpu | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const split: ThreadCpu = { eventLoop: 0, workers: 0, v8: 0, other: 0 };
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      } catch {
+        continue; // the thread ended meanwhile
+      }
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const micros = ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SECOND;
+      const kind: keyof ThreadCpu = tid === String(pid) ? 'eventLoop' : name === 'WorkerThread' ? 'workers' : /^(V8Worker|v8:)/.test(name) ? 'v8' : 'other';
+      split[kind] += micros;
+    }
+    return split;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The CPU `after` minus `before`, thread kind by thread kind (a thread that ended between the two readings lowers its kind's figure). */
+export function threadCpuSpent(before: ThreadCpu | undefined, after: ThreadCpu | undefined): ThreadCpu | undefined {
+  if (!before || !after) return undefined;
+  return { eventLoop: after.eventLoop - before.eventLoop, workers: after.workers - before.workers, v8: after.v8 - before.v8, other: after.other - before.other };
 }
 
 /** CPU time of `pid` and of its direct children (nginx: master and workers), in µs. */
