@@ -2,10 +2,12 @@
  * The load of the end-to-end benchmarks, from a process of its own: `wrk` when it is installed
  * (a C load generator: it leaves more of a small machine's cores to the servers measured), else
  * autocannon (always there, a dev dependency). `BENCH_LOAD=autocannon|wrk` chooses. Every request
- * is a POST of `body` with `[<id>]` replaced by an id unique to the request, so each is a new
- * command for the gateway.
+ * is a POST of `body` with `[<id>]` replaced by a random UUID (v4), so each is a new command for the
+ * gateway, and its ids land all over the idempotency index as real clients' do (sequential ids would
+ * append to it: a `FULL` commit of 20 accepts + 20 completions costs 338 µs of CPU with them and 791
+ * with random ones; autocannon's `-I` makes random UUIDs too).
  */
-import { randomUUID } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,11 +57,10 @@ function wrkLoad(url: string, body: string, clients: number, seconds: number): L
 wrk.method = "POST"
 wrk.headers["content-type"] = "application/json"
 local template = ${JSON.stringify(body)}
-local prefix = "${randomUUID()}"
-local counter = 0
+math.randomseed(${randomInt(2 ** 31)})
+local r = math.random
 request = function()
-  counter = counter + 1
-  local id = prefix .. "-" .. counter
+  local id = string.format("%04x%04x-%04x-4%03x-%04x-%04x%04x%04x", r(0, 0xffff), r(0, 0xffff), r(0, 0xffff), r(0, 0xfff), r(0x8000, 0xbfff), r(0, 0xffff), r(0, 0xffff), r(0, 0xffff))
   return wrk.format(nil, nil, nil, (template:gsub("%[<id>%]", id)))
 end
 done = function(summary, latency, requests)
