@@ -22,11 +22,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { load as runLoad, loadTool, type Load } from './support/http-load.ts';
-import { cpuMicros, threadCpuMicros, threadCpuSpent, treeCpuMicros, withCpu, type ThreadCpu } from './support/process-cpu.ts';
+import { cpuMicros, threadCpuMicros, threadCpuSpent, treeCpuMicros, waitedChildrenCpuMicros, withCpu, type ThreadCpu } from './support/process-cpu.ts';
 import { freePort, spawnWithUrl, stop, stopAll, track } from './support/processes.ts';
 import { BenchReport, sized } from './support/report.ts';
 
@@ -121,6 +121,28 @@ interface Round {
   threads?: ThreadCpu & { busy: number };
   /** The bare proxy's event loop: CPU µs per request, and how busy it was. */
   bareEventLoop?: { perRequest: number; busy: number };
+  /** CPU µs per command of the other two processes on the machine in the gateway's phase: the backend and the load tool. */
+  others?: Others;
+  /** The same in the bare proxy's phase, per request. */
+  bareOthers?: Others;
+}
+
+/** CPU µs per request of the backend and of the load tool in one phase. */
+interface Others {
+  backend: number;
+  load: number;
+}
+
+/** Runs a phase and returns what it returned with the backend's and the load tool's CPU µs per unit (`count` of the result). */
+async function withOthers<T>(backendPid: number | undefined, work: () => Promise<T> | T, count: (result: T) => number): Promise<{ result: T; others: Others | undefined }> {
+  const backend = cpuMicros(backendPid);
+  const load = waitedChildrenCpuMicros();
+  const result = await work();
+  const backendAfter = cpuMicros(backendPid);
+  const loadAfter = waitedChildrenCpuMicros();
+  const n = count(result);
+  if (backend === undefined || load === undefined || backendAfter === undefined || loadAfter === undefined || n === 0) return { result, others: undefined };
+  return { result, others: { backend: (backendAfter - backend) / n, load: (loadAfter - load) / n } };
 }
 
 /** CPU by thread kind per unit, with the event loop's busy share over `wallMs`. */
@@ -142,6 +164,9 @@ function medianRound(rounds: Round[], ratio: (round: Round) => number): Round {
   return [...rounds].sort((a, b) => ratio(a) - ratio(b))[Math.floor((rounds.length - 1) / 2)];
 }
 
+/** CPU µs per command of the whole machine's work: the server's, the backend's and the load tool's. */
+const machineCpu = (server: number, others: Others): number => server + others.backend + others.load;
+
 const perUnit = (micros: number | undefined, count: number): number => (micros === undefined || count === 0 ? NaN : micros / count);
 const cpuText = (micros: number): string => (Number.isNaN(micros) ? 'n/a' : `${micros.toFixed(0)} µs`);
 
@@ -150,7 +175,8 @@ async function main(): Promise<void> {
   const report = new BenchReport('commands-e2e');
   const phases: Record<string, unknown> = {};
   try {
-    const sink = (await spawnWithUrl(process.execPath, [join(root, 'bench/support/command-sink.ts')])).url;
+    const sinkProcess = await spawnWithUrl(process.execPath, [join(root, 'bench/support/command-sink.ts')]);
+    const sink = sinkProcess.url;
     const proxy = await spawnWithUrl(process.execPath, [join(root, 'bench/support/bare-proxy.ts')], { TARGET: sink });
     const gateways = { memory: await startGatewayProcess(dir, sink, 'memory'), sqlite: await startGatewayProcess(dir, sink, 'sqlite') };
     console.log(`node ${process.version}, ${CLIENTS} connections, ${SECONDS} s per phase, ${ROUNDS} round(s) of bare proxy / memory / sqlite, each process on its own (load: ${TOOL})\n`);
@@ -179,17 +205,19 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       console.log(`round ${round}`);
       for (const driver of ['memory', 'sqlite'] as const) {
-        const bareSplit = await withThreadCpu(proxy.child.pid, () => withCpu(() => cpuMicros(proxy.child.pid), () => load(`${proxy.url}/commands`)));
+        const bareRun = await withOthers(sinkProcess.child.pid, () => withThreadCpu(proxy.child.pid, () => withCpu(() => cpuMicros(proxy.child.pid), () => load(`${proxy.url}/commands`))), (phase) => phase.result.result.ok);
+        const bareSplit = bareRun.result;
         const bare = bareSplit.result;
         const bareCpuPerRequest = perUnit(bare.cpuMicros, bare.result.ok);
         line('bare undici proxy (own process)', bare.result, bareCpuPerRequest);
         const bareThreads = perThread(bareSplit.spent, bare.result.ok, bareSplit.wallMs);
         await fetch(`${sink}/__reset`, { method: 'POST' });
         const startedMs = Date.now();
-        const split = await withThreadCpu(gateways[driver].child.pid, () => withCpu(() => cpuMicros(gateways[driver].child.pid), async () => {
+        const run = await withOthers(sinkProcess.child.pid, () => withThreadCpu(gateways[driver].child.pid, () => withCpu(() => cpuMicros(gateways[driver].child.pid), async () => {
           const accepted = load(`${gateways[driver].url}/commands`);
           return { accepted, reached: await delivered(sink, accepted.ok, startedMs) };
-        }));
+        })), (phase) => phase.result.result.reached.count);
+        const split = run.result;
         const gateway = split.result;
         const { accepted, reached } = gateway.result;
         const cpuPerCommand = perUnit(gateway.cpuMicros, reached.count);
@@ -197,13 +225,19 @@ async function main(): Promise<void> {
         line(`gateway (${driver}), accepted`, accepted);
         console.log(`  gateway (${driver}), delivered       ${fmt(reached.perSecond).padStart(7)}                     ${cpuText(cpuPerCommand).padStart(8)}   (${fmt(reached.count)} of ${fmt(accepted.ok)} accepted reached the backend)`);
         if (threads && bareThreads) console.log(`    by thread, µs per command: event loop ${threads.eventLoop.toFixed(0)} (busy ${(100 * threads.busy).toFixed(0)} %; bare proxy's ${bareThreads.eventLoop.toFixed(0)}, busy ${(100 * bareThreads.busy).toFixed(0)} %), worker threads ${threads.workers.toFixed(0)}, V8 helpers ${threads.v8.toFixed(0)}, other ${threads.other.toFixed(0)}`);
-        rounds[driver].push({ accepted, reached, cpuPerCommand, bare: bare.result, bareCpuPerRequest, ...(threads && { threads }), ...(bareThreads && { bareEventLoop: { perRequest: bareThreads.eventLoop, busy: bareThreads.busy } }) });
+        if (run.others && bareRun.others) console.log(`    the rest of the machine, µs per command: backend ${run.others.backend.toFixed(0)}, load tool ${run.others.load.toFixed(0)} (bare proxy's phase: ${bareRun.others.backend.toFixed(0)}, ${bareRun.others.load.toFixed(0)})`);
+        rounds[driver].push({
+          accepted, reached, cpuPerCommand, bare: bare.result, bareCpuPerRequest,
+          ...(threads && { threads }), ...(bareThreads && { bareEventLoop: { perRequest: bareThreads.eventLoop, busy: bareThreads.busy } }),
+          ...(run.others && { others: run.others }), ...(bareRun.others && { bareOthers: bareRun.others }),
+        });
       }
     }
     phases.rounds = rounds;
     console.log('');
     const judged: string[] = [];
     const eventLoops: string[] = [];
+    const machines: string[] = [];
     for (const driver of ['memory', 'sqlite'] as const) {
       const figure = (name: string, ratio: (round: Round) => number, gateway: (round: Round) => number, baseline: (round: Round) => number, better: 'higher' | 'lower', unit: string) => {
         const round = medianRound(rounds[driver], ratio);
@@ -231,6 +265,13 @@ async function main(): Promise<void> {
         report.add({ name: `gateway ${driver}: event-loop CPU per delivered command`, unit: 'µs', gateway: threads.eventLoop, baseline: bareEventLoop.perRequest, baselineName: 'bare undici proxy (event loop)', better: 'lower' });
         eventLoops.push(`${driver}: event loop ${threads.eventLoop.toFixed(0)} µs per command vs ${bareEventLoop.perRequest.toFixed(0)} µs (${(threads.eventLoop / bareEventLoop.perRequest).toFixed(2)}x), busy ${(100 * threads.busy).toFixed(0)} % vs ${(100 * bareEventLoop.busy).toFixed(0)} %; worker threads ${threads.workers.toFixed(0)} µs, V8 helpers ${threads.v8.toFixed(0)} µs`);
       }
+      const machineRound = medianRound(rounds[driver], (r) => (r.others && r.bareOthers ? machineCpu(r.cpuPerCommand, r.others) / machineCpu(r.bareCpuPerRequest, r.bareOthers) : NaN));
+      if (machineRound.others && machineRound.bareOthers) {
+        // With every core busy, a request's rate is bounded by what all three processes spend on it.
+        const gatewaySide = machineCpu(machineRound.cpuPerCommand, machineRound.others);
+        const bareSide = machineCpu(machineRound.bareCpuPerRequest, machineRound.bareOthers);
+        machines.push(`${driver}: gateway + backend + load ${gatewaySide.toFixed(0)} µs per command vs bare proxy + backend + load ${bareSide.toFixed(0)} µs: with the cores saturated, delivered/s is at most ${(bareSide / gatewaySide).toFixed(2)}x the bare proxy's`);
+      }
       judged.push(`${driver}: CPU ${cpuRatio.toFixed(2)}x (target <= ${cpuTarget}x: ${verdict(cpuRatio <= cpuTarget)}), delivered/s ${deliveredRatio.toFixed(2)}x (target >= ${TARGETS.delivered}x: ${verdict(deliveredRatio >= TARGETS.delivered)}), p99 ${p99Ratio.toFixed(2)}x (target <= ${TARGETS.p99}x: ${verdict(p99Ratio <= TARGETS.p99)})`);
     }
     const bare = medianRound(rounds.memory, (r) => r.bare.perSecond).bare;
@@ -241,6 +282,7 @@ async function main(): Promise<void> {
       report.add({ name: 'nginx proxy_pass CPU per request vs bare proxy', unit: 'µs', gateway: viaNginx.cpuPerRequest, baseline: bareCpu, baselineName: 'bare undici proxy', better: 'lower' });
     }
     if (eventLoops.length > 0) console.log(`\nby thread, against the bare proxy's event loop (median round of the ratio):\n  ${eventLoops.join('\n  ')}`);
+    if (machines.length > 0) console.log(`\nthe whole machine (${availableParallelism()} cores; median round of the ratio):\n  ${machines.join('\n  ')}`);
     console.log(`\nissue 29 targets against the bare proxy (median round of each ratio):\n  ${judged.join('\n  ')}`);
     report.write({ clients: CLIENTS, seconds: SECONDS, rounds: ROUNDS, load: TOOL, phases, targets: TARGETS });
   } finally {

@@ -62,6 +62,18 @@ export function threadCpuSpent(before: ThreadCpu | undefined, after: ThreadCpu |
   return { eventLoop: after.eventLoop - before.eventLoop, workers: after.workers - before.workers, v8: after.v8 - before.v8, other: after.other - before.other };
 }
 
+/** User + system CPU time, in µs, of this process's children that have ended and been waited for (a load tool run with `spawnSync`), from `/proc/self/stat`; undefined without `/proc`. */
+export function waitedChildrenCpuMicros(): number | undefined {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    // cutime is field 16 and cstime field 17 (proc(5)).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[13]) + Number(fields[14])) * 1e6) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU time of `pid` and of its direct children (nginx: master and workers), in µs. */
 export function treeCpuMicros(pid: number | undefined): number | undefined {
   const own = cpuMicros(pid);

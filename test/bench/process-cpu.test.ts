@@ -2,12 +2,12 @@
  * The end-to-end benchmarks' CPU split by thread (`bench/support/process-cpu.ts`): a real child
  * process whose event loop spins while its worker thread spins harder is read from `/proc`, and each
  * kind of thread gets its own time (the commands benchmark tells the event loop from the SQLite
- * writer this way).
+ * writer this way), and the CPU of a load tool that ran to its end is counted.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { cpuMicros, threadCpuMicros, threadCpuSpent } from '../../bench/support/process-cpu.ts';
+import { cpuMicros, threadCpuMicros, threadCpuSpent, waitedChildrenCpuMicros } from '../../bench/support/process-cpu.ts';
 
 const SPIN = `
 const { Worker } = require('node:worker_threads');
@@ -40,6 +40,13 @@ describe('CPU by thread of another process', () => {
     } finally {
       child.kill();
     }
+  });
+
+  it("counts a load tool's CPU once it has run to its end (spawnSync waits for it)", () => {
+    const before = waitedChildrenCpuMicros()!;
+    // Spins until it has used 300 ms of CPU, however busy the machine is.
+    spawnSync(process.execPath, ['-e', 'while (process.cpuUsage().user + process.cpuUsage().system < 300_000);']);
+    expect(waitedChildrenCpuMicros()! - before).toBeGreaterThanOrEqual(250_000);
   });
 
   it('answers undefined for a process that is not there', () => {
