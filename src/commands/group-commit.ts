@@ -1,18 +1,17 @@
 /**
- * Group commit of accepted commands (issue 11): accepts that arrive while a commit is in flight
- * are written together by the next one (`CommandStore.acceptBatch`: one durable commit for the
- * batch), and each caller is answered after the commit that holds its command. An idle store is
- * never made to wait for a timer: the first accept commits in the next turn of the event loop,
- * with whatever arrived in the same turn; what queues during a commit goes into the next one. A batch is bounded by count and by bytes; the rest waits for the next one.
+ * Group commit of accepted commands (issue 11): the accepts of one turn of the event loop are written
+ * together (`CommandStore.acceptBatch`: one durable commit for the batch), and each caller is
+ * answered after the commit that holds its command. An idle store is never made to wait for a timer:
+ * the first accept commits in the next turn of the event loop, with whatever arrived in the same
+ * turn. A batch is bounded by count and by bytes; the rest goes as the next batch.
  *
- * Gathering after a slow commit (issue 29): clients answered by a commit send their next commands
- * a moment later, just after the next commit has left without them, and so wait for it and then for
- * their own: under a steady load the callers split into two cohorts, each paying two commits. After
- * a commit of `GATHER_MIN_BATCH` or more that took `d` ms, the next batch waits for the callers
- * just answered to come back (as many accepts as that commit held plus those already waiting), at
- * most min(`d` / 2, `GATHER_MAX_MS`) ms: one fsync for the whole load instead of two, fewer commits
- * per command. A fast commit (memory store) and a small one (a lone client) never wait; every 201
- * is still answered only after the commit that holds it.
+ * A batch does not wait for the one in flight (issue 29): it goes to the store at once, and a store
+ * whose commits take time merges what came meanwhile into its next commit (SQLite's writer thread
+ * does, `sqlite-writer-thread.ts`; Redis pipelines the scripts on its connection). Waiting here
+ * instead left the SQLite writer idle while the event loop got round to the answers, and then the
+ * event loop idle while the writer committed: the earlier "gather after a slow commit" wait, which
+ * this replaces, held callers back for that cohort (six interleaved rounds: SQLite delivered/s −4 to
+ * +22 %, median +13 %; p50 7.1–8.5 → 5.7–7.5 ms; CPU per command unchanged).
  *
  * Claim at accept (issue 29): with a `handoff` (the local dispatcher), each commit also claims, for
  * as many of its new entries as the dispatcher has free slots for, the entry itself (leased, in the
@@ -21,11 +20,6 @@
  * back when their lease runs out (re-delivered, never lost).
  */
 import type { AcceptAnswer, AcceptItem, CommandStore, IdempotencyRecord, OutboxEntry } from './CommandStore.ts';
-
-/** A commit of fewer commands than this is not gathered after (a lone or slow client does not wait). */
-export const GATHER_MIN_BATCH = 4;
-/** Longest wait, in ms, for the callers a commit answered to come back before the next commit. */
-export const GATHER_MAX_MS = 3;
 
 /** Most commands in one commit. */
 export const MAX_BATCH_COUNT = 256;
@@ -64,9 +58,8 @@ export class GroupCommitter {
   readonly #store: Pick<CommandStore, 'acceptBatch'>;
   readonly #handoff: AcceptHandoff | undefined;
   readonly #queue: Pending[] = [];
-  #committing = false;
-  /** While the next batch waits for callers to come back: how many accepts end the wait, and how to end it. */
-  #gathering: { want: number; done(): void } | undefined;
+  /** A turn's batches are to leave (at the end of the turn). */
+  #scheduled = false;
 
   /** @param handoff the local dispatcher, to claim new entries for at accept; absent: entries are enqueued unclaimed. */
   constructor(store: Pick<CommandStore, 'acceptBatch'>, handoff?: AcceptHandoff) {
@@ -80,44 +73,19 @@ export class GroupCommitter {
       // Serialised once: its length bounds the batch, and the store writes this text as it is.
       const commandJson = JSON.stringify(entry.command);
       this.#queue.push({ record, entry, commandJson, nowMs, bytes: commandJson.length, resolve, reject });
-      if (this.#gathering && this.#queue.length >= this.#gathering.want) this.#gathering.done();
-      if (this.#committing) return;
-      this.#committing = true;
+      if (this.#scheduled) return;
+      this.#scheduled = true;
       // Not a timer: the commit starts right after the requests this turn of the event loop has
       // read reach this point. A synchronous store (node:sqlite) blocks the loop while it commits, so
       // without this turn every commit would hold one command.
-      setImmediate(() => void this.#commitAll());
+      setImmediate(() => this.#commitQueued());
     });
   }
 
-  async #commitAll(): Promise<void> {
-    try {
-      while (this.#queue.length > 0) {
-        const batch = this.#nextBatch();
-        const startedMs = performance.now();
-        await this.#commit(batch);
-        const waitMs = Math.min(GATHER_MAX_MS, (performance.now() - startedMs) / 2);
-        if (batch.length >= GATHER_MIN_BATCH && waitMs >= 1) await this.#gather(batch.length + this.#queue.length, waitMs);
-      }
-    } finally {
-      this.#committing = false;
-    }
-  }
-
-  /** Resolves once `want` accepts are queued, or after `waitMs`. */
-  #gather(want: number, waitMs: number): Promise<void> {
-    if (this.#queue.length >= want) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => this.#gathering?.done(), waitMs);
-      this.#gathering = {
-        want,
-        done: () => {
-          clearTimeout(timer);
-          this.#gathering = undefined;
-          resolve();
-        },
-      };
-    });
+  /** Starts a commit of everything queued (in batches within the bounds), none waiting for another. */
+  #commitQueued(): void {
+    this.#scheduled = false;
+    while (this.#queue.length > 0) void this.#commit(this.#nextBatch());
   }
 
   #nextBatch(): Pending[] {

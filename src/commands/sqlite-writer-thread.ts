@@ -1,10 +1,13 @@
 /**
  * The writer thread of the SQLite `CommandStore` (started by `SqliteWriter`, `sqlite-writer.ts`):
- * its own connection on the store's file, running each batch of writes it is sent in ONE
- * transaction, each write in a savepoint of its own (a write that throws is undone alone and
- * answered with its error; the others commit), except a write of one statement, which SQLite undoes
- * alone without one (`SINGLE_STATEMENT_WRITES`). The commit is `synchronous=FULL` unless every write
- * of the batch is in `RELAXED_WRITES`. Its fsync happens here, off the gateway's event loop.
+ * its own connection on the store's file. The batches it is sent while a commit runs are merged and
+ * run in ONE transaction once it is done (up to `MAX_MERGED_WRITES` writes; the rest go in the
+ * next), each answered on its own, in the order sent: the thread never waits for the event loop to
+ * take an answer before it commits what came meanwhile. Each write runs in a savepoint of its own (a
+ * write that throws is undone alone and answered with its error; the others commit), except a write
+ * of one statement, which SQLite undoes alone without one (`SINGLE_STATEMENT_WRITES`). The commit is
+ * `synchronous=FULL` unless every write merged is in `RELAXED_WRITES`. Its fsync happens here, off
+ * the gateway's event loop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
@@ -23,6 +26,9 @@ function prepare(db: DatabaseSync) {
     rollbackTo: db.prepare('ROLLBACK TO write'),
   };
 }
+
+/** Most writes merged into one transaction (a batch is never split). */
+export const MAX_MERGED_WRITES = 1024;
 
 const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
 let synchronous: 'FULL' | 'NORMAL' = 'FULL';
@@ -84,11 +90,41 @@ try {
   port.close();
 }
 
+/** Batches received and not yet committed, in the order sent. */
+const received: WriteBatch[] = [];
+let scheduled = false;
+
+/** Commits the batches received (as many as `MAX_MERGED_WRITES` allows) in one transaction and answers each. */
+function commitReceived(): void {
+  scheduled = false;
+  let count = 0;
+  let writes = 0;
+  while (count < received.length && (count === 0 || writes + received[count].length <= MAX_MERGED_WRITES)) writes += received[count++].length;
+  const batches = received.splice(0, count);
+  const outcome = runBatch(batches.flat());
+  let at = 0;
+  for (const batch of batches) {
+    port.postMessage('failed' in outcome ? outcome : ({ answers: (outcome as { answers: WriteAnswer[] }).answers.slice(at, at + batch.length) } satisfies WriterMessage));
+    at += batch.length;
+  }
+  scheduleCommit();
+}
+
+/** The next commit runs once the messages that came during this one are all received (a later turn of this thread's loop). */
+function scheduleCommit(): void {
+  if (scheduled || received.length === 0) return;
+  scheduled = true;
+  setImmediate(commitReceived);
+}
+
 port.on('message', (message: WriteBatch | 'close') => {
   if (message === 'close') {
+    // Sent once every write was answered; a batch still here would be committed first.
+    while (received.length > 0) commitReceived();
     handle.close();
     port.close();
     return;
   }
-  port.postMessage(runBatch(message));
+  received.push(message);
+  scheduleCommit();
 });

@@ -65,6 +65,30 @@ describe('SqliteWriter (the command store writer thread)', () => {
     expect(await store.find('c', NOW)).toEqual(record('c'));
   });
 
+  it('sends a batch while another is in flight, and the thread commits it without waiting for the event loop to take the first answer', async () => {
+    const { path, writer } = await storeAndWriter();
+    const other = new DatabaseSync(path);
+    // The thread's first transaction waits for this lock (within its busy timeout).
+    other.exec('BEGIN IMMEDIATE');
+    const first = writer.run('enqueue', entryValues(outboxEntry('a')));
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = writer.run('enqueue', entryValues(outboxEntry('b')));
+    // A batch asked for while one is in flight leaves at the end of its turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    other.exec('COMMIT');
+    other.close();
+    // The event loop is held from here: b can only be committed if it already reached the thread.
+    const reader = new DatabaseSync(path, { readOnly: true });
+    const committed = (): number => (reader.prepare('SELECT COUNT(*) AS n FROM outbox').get() as { n: number }).n;
+    const deadline = Date.now() + 10_000;
+    while (committed() < 2 && Date.now() < deadline);
+    expect(committed()).toBe(2);
+    reader.close();
+    expect(await first).toBeGreaterThan(0);
+    expect(await second).toBeGreaterThan(await first);
+  });
+
   it('lets the writes already asked for commit on close, then refuses new ones', async () => {
     const { store, writer } = await storeAndWriter();
     const pending = writer.run('enqueue', entryValues(outboxEntry('a')));
