@@ -85,7 +85,14 @@ export class GroupCommitter {
   /** Starts a commit of everything queued (in batches within the bounds), none waiting for another. */
   #commitQueued(): void {
     this.#scheduled = false;
-    while (this.#queue.length > 0) void this.#commit(this.#nextBatch());
+    while (this.#queue.length > 0) {
+      const batch = this.#nextBatch();
+      // A throw of our own around the store's answer (the handoff) fails this batch's callers (a
+      // settled one stays settled), never the process with an unhandled rejection.
+      this.#commit(batch).catch((err: unknown) => {
+        for (const item of batch) item.reject(err);
+      });
+    }
   }
 
   #nextBatch(): Pending[] {

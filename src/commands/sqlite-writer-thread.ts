@@ -28,7 +28,7 @@ function prepare(db: DatabaseSync) {
 }
 
 /** Most writes merged into one transaction (a batch is never split). */
-export const MAX_MERGED_WRITES = 1024;
+const MAX_MERGED_WRITES = 1024;
 
 const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
 let synchronous: 'FULL' | 'NORMAL' = 'FULL';

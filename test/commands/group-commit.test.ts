@@ -107,6 +107,24 @@ describe('group commit', () => {
     expect(handoff.handed).toEqual([{ backend: 'orders', seqs: [], reserved: 1, claimedMs: expect.any(Number) }]);
   });
 
+  it('fails the callers of a batch, and not the process, when the handoff throws (a bug) around the commit; the next batch still commits', async () => {
+    const store = new MemoryCommandStore();
+    await store.open();
+    let broken = true;
+    const handoff = {
+      leaseMs: 30_000,
+      reserve: (): number => {
+        if (broken) throw new Error('handoff bug');
+        return 0;
+      },
+      handOver: (): void => {},
+    } satisfies AcceptHandoff;
+    const committer = new GroupCommitter(store, handoff);
+    await expect(committer.accept(record('a'), outboxEntry('a'), Date.now())).rejects.toThrow('handoff bug');
+    broken = false;
+    expect(await committer.accept(record('b'), outboxEntry('b'), Date.now())).toEqual({ seq: 1, claimed: false });
+  });
+
   it('bounds a batch by count', async () => {
     const store = recordingStore();
     await store.inner.open();
