@@ -10,18 +10,31 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** Clock ticks per second of `/proc` times (`getconf CLK_TCK`; 100 on every Linux we run on). */
 const TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 
-/** User + system CPU time of `pid` (all threads), in µs; undefined where `/proc` is not there (not Linux) or the process is gone. */
-export function cpuMicros(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+/**
+ * A `/proc/.../stat` file read: the command name (`comm`) and the CPU µs of two of its time fields
+ * (proc(5), counted from 1: utime 14 and stime 15 for own time, cutime 16 and cstime 17 for waited
+ * children's); undefined when the file is not there (not Linux, or the process or thread is gone).
+ */
+function readStat(path: string, timeFields: [number, number]): { name: string; micros: number } | undefined {
+  let stat: string;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces, so split after its closing parenthesis):
-    // state is field 3, utime field 14 and stime field 15 (proc(5)).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SECOND;
+    stat = readFileSync(path, 'utf8');
   } catch {
     return undefined;
   }
+  // The name may hold spaces and parentheses: the fields start after its last closing parenthesis, at field 3.
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  const ticks = Number(fields[timeFields[0] - 3]) + Number(fields[timeFields[1] - 3]);
+  return { name: stat.slice(stat.indexOf('(') + 1, close), micros: (ticks * 1e6) / TICKS_PER_SECOND };
+}
+
+/** Own time: user and system. */
+const OWN: [number, number] = [14, 15];
+
+/** User + system CPU time of `pid` (all threads), in µs; undefined where `/proc` is not there (not Linux) or the process is gone. */
+export function cpuMicros(pid: number | undefined): number | undefined {
+  return pid === undefined ? undefined : readStat(`/proc/${pid}/stat`, OWN)?.micros;
 }
 
 /** Where a Node process's CPU went, in µs: its main thread (the event loop), its worker threads (`new Worker`), V8's helper threads (GC, compiler) and the rest (libuv's pool, the inspector). */
@@ -35,25 +48,20 @@ export interface ThreadCpu {
 /** `ThreadCpu` of `pid` from `/proc/<pid>/task/<tid>/stat`; undefined where `/proc` is not there. Threads are told apart by their names (`comm`): Node names worker threads `WorkerThread`, V8's helpers `V8Worker`/`v8:…`. */
 export function threadCpuMicros(pid: number | undefined): ThreadCpu | undefined {
   if (pid === undefined) return undefined;
+  let tids: string[];
   try {
-    const split: ThreadCpu = { eventLoop: 0, workers: 0, v8: 0, other: 0 };
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      let stat: string;
-      try {
-        stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      } catch {
-        continue; // the thread ended meanwhile
-      }
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const micros = ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SECOND;
-      const kind: keyof ThreadCpu = tid === String(pid) ? 'eventLoop' : name === 'WorkerThread' ? 'workers' : /^(V8Worker|v8:)/.test(name) ? 'v8' : 'other';
-      split[kind] += micros;
-    }
-    return split;
+    tids = readdirSync(`/proc/${pid}/task`);
   } catch {
     return undefined;
   }
+  const split: ThreadCpu = { eventLoop: 0, workers: 0, v8: 0, other: 0 };
+  for (const tid of tids) {
+    const thread = readStat(`/proc/${pid}/task/${tid}/stat`, OWN);
+    if (thread === undefined) continue; // the thread ended meanwhile
+    const kind: keyof ThreadCpu = tid === String(pid) ? 'eventLoop' : thread.name === 'WorkerThread' ? 'workers' : /^(V8Worker|v8:)/.test(thread.name) ? 'v8' : 'other';
+    split[kind] += thread.micros;
+  }
+  return split;
 }
 
 /** The CPU `after` minus `before`, thread kind by thread kind (a thread that ended between the two readings lowers its kind's figure). */
@@ -64,14 +72,7 @@ export function threadCpuSpent(before: ThreadCpu | undefined, after: ThreadCpu |
 
 /** User + system CPU time, in µs, of this process's children that have ended and been waited for (a load tool run with `spawnSync`), from `/proc/self/stat`; undefined without `/proc`. */
 export function waitedChildrenCpuMicros(): number | undefined {
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    // cutime is field 16 and cstime field 17 (proc(5)).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[13]) + Number(fields[14])) * 1e6) / TICKS_PER_SECOND;
-  } catch {
-    return undefined;
-  }
+  return readStat('/proc/self/stat', [16, 17])?.micros;
 }
 
 /** CPU time of `pid` and of its direct children (nginx: master and workers), in µs. */
