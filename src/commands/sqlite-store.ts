@@ -13,7 +13,7 @@
 import type { AcceptAnswer, AcceptItem, ClaimedOutboxEntry, CommandStore, IdempotencyRecord, NewOutboxEntry, OutboxEntry } from './CommandStore.ts';
 import { SqliteHandle } from '../storage/sqlite.ts';
 import {
-  addClaimedColumn, claimedEntriesOf, entriesOf, entryValues, liveRecord, prepareStatements, recordValues, SCHEMA, type EntryValues, type RecordValues, type Statements,
+  claimedEntriesOf, entriesOf, entryValues, liveRecord, migrate, prepareStatements, recordValues, SCHEMA, type EntryValues, type RecordValues, type Statements,
 } from './sqlite-command-sql.ts';
 import { SqliteWriter, type WriterHealth } from './sqlite-writer.ts';
 
@@ -35,7 +35,7 @@ export class SqliteCommandStore implements CommandStore {
       schema: SCHEMA,
       prepare: prepareStatements,
       busyTimeoutMs: BUSY_TIMEOUT_MS,
-      migrate: addClaimedColumn,
+      migrate,
     });
     this.writer = new SqliteWriter('SqliteCommandStore', { path, busyTimeoutMs: BUSY_TIMEOUT_MS }, health);
   }

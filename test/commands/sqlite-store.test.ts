@@ -5,6 +5,7 @@ import { SqliteCommandStore } from '../../src/commands/sqlite-store.ts';
 import { SqliteEventLog } from '../../src/log/sqlite.ts';
 import { tempDir } from '../support/gateway.ts';
 import { cloudEvent } from '../log/fixtures/cloud-event.ts';
+import { idHash } from '../../src/commands/sqlite-command-sql.ts';
 import { commandStoreContract, idempotencyContract, outboxContract, outboxEntry, record } from './store-contract.ts';
 
 const make = () => new SqliteCommandStore(join(tempDir(), 'gateway.db'));
@@ -53,5 +54,64 @@ describe('SqliteCommandStore on the event log file', () => {
     const [again] = await store.claimDue('orders', entry.nextAttemptMs + 1000, 10, 1000);
     expect(again).toMatchObject({ id: 'old', reclaimed: true });
     await store.close();
+  });
+
+  it('opens idempotency records kept in the table keyed by id (before command_records): each id is still held, and the old table is gone', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE command_ids (id TEXT PRIMARY KEY, principal TEXT NOT NULL, fingerprint TEXT NOT NULL, answer TEXT NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE INDEX command_ids_expires ON command_ids (expires_ms);`);
+    const insert = old.prepare('INSERT INTO command_ids VALUES (?, ?, ?, ?, ?)');
+    insert.run('live', 'ops', 'fp-live', JSON.stringify({ status: 201, body: { id: 'live' } }), now + 60_000);
+    insert.run('gone', 'ops', 'fp-gone', JSON.stringify({ status: 201, body: { id: 'gone' } }), now - 1);
+    old.close();
+
+    const store = new SqliteCommandStore(path);
+    await store.open();
+    expect(await store.find('live', now)).toEqual({ id: 'live', principal: 'ops', fingerprint: 'fp-live', answer: { status: 201, body: { id: 'live' } }, expiresMs: now + 60_000 });
+    expect(await store.accept(record('live', { fingerprint: 'other', expiresMs: now + 60_000 }), outboxEntry('live'), now)).toMatchObject({ fingerprint: 'fp-live' });
+    expect(await store.find('gone', now)).toBeUndefined();
+    expect(await store.accept(record('gone', { expiresMs: now + 60_000 }), outboxEntry('gone'), now)).toBeUndefined();
+    expect(await store.depth()).toBe(1);
+    await store.close();
+
+    const db = new DatabaseSync(path);
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'command_ids%'").all()).toEqual([]);
+    expect(db.prepare('SELECT id FROM command_records ORDER BY id').all().map((row) => row.id)).toEqual(['gone', 'live']);
+    db.close();
+  });
+
+  it('tells apart two ids whose index keys are the same: a record is found by its own id only', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path);
+    await store.open();
+    await store.accept(record('first', { expiresMs: now + 60_000 }), outboxEntry('first'), now);
+    // A second id sharing the first's key: made so here (52 bits of SHA-256 do not collide on their own).
+    const db = new DatabaseSync(path, { timeout: 5000 });
+    db.prepare('UPDATE command_records SET id_hash = ? WHERE id = ?').run(idHash('second'), 'first');
+    db.close();
+
+    expect(await store.find('second', now)).toBeUndefined();
+    expect(await store.accept(record('second', { expiresMs: now + 60_000 }), outboxEntry('second'), now)).toBeUndefined();
+    expect(await store.find('second', now)).toMatchObject({ id: 'second', fingerprint: 'fp-second' });
+    expect(await store.find('first', now)).toBeUndefined(); // its key no longer leads to it: only the id's own key does
+    expect(await store.depth()).toBe(2);
+    await store.close();
+  });
+
+  it('replaces an expired record of an id with one row: the id is held by the new record alone', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path);
+    await store.open();
+    await store.accept(record('again', { expiresMs: now + 10 }), outboxEntry('again'), now);
+    expect(await store.accept(record('again', { fingerprint: 'fp-new', expiresMs: now + 60_000 }), outboxEntry('again'), now + 10)).toBeUndefined();
+    expect(await store.find('again', now + 10)).toMatchObject({ fingerprint: 'fp-new' });
+    await store.close();
+    const db = new DatabaseSync(path);
+    expect(db.prepare('SELECT fingerprint FROM command_records WHERE id = ?').all('again').map((row) => row.fingerprint)).toEqual(['fp-new']);
+    db.close();
   });
 });
