@@ -2,7 +2,7 @@
  * The writer thread of the SQLite `CommandStore` (started by `SqliteWriter`, `sqlite-writer.ts`):
  * its own connection on the store's file. The batches it is sent while a commit runs are merged and
  * run in ONE transaction once it is done (up to `MAX_MERGED_WRITES` writes; the rest go in the
- * next), each answered on its own, in the order sent: the thread never waits for the event loop to
+ * next), answered in one message (each batch's answers, in the order sent): the thread never waits for the event loop to
  * take an answer before it commits what came meanwhile. Each write runs in a savepoint of its own (a
  * write that throws is undone alone and answered with its error; the others commit), except a write
  * of one statement, which SQLite undoes alone without one (`SINGLE_STATEMENT_WRITES`). The commit is
@@ -13,7 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import { SqliteHandle } from '../storage/sqlite.ts';
 import { prepareStatements, RELAXED_WRITES, SCHEMA, SINGLE_STATEMENT_WRITES, WRITES, type WriteName } from './sqlite-command-sql.ts';
-import type { WriteAnswer, WriteBatch, WriterData, WriterMessage } from './sqlite-writer.ts';
+import type { ErrorData, WriteAnswer, WriteBatch, WriterData, WriterMessage } from './sqlite-writer.ts';
 
 const { path, busyTimeoutMs } = workerData as WriterData;
 const port = parentPort!;
@@ -33,7 +33,7 @@ const MAX_MERGED_WRITES = 1024;
 const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
 let synchronous: 'FULL' | 'NORMAL' = 'FULL';
 
-function runBatch(batch: WriteBatch): WriterMessage {
+function runBatch(batch: WriteBatch): { answers: WriteAnswer[] } | { failed: ErrorData } {
   const wanted = batch.every(([name]) => RELAXED_WRITES.has(name)) ? 'NORMAL' : 'FULL';
   if (wanted !== synchronous) {
     handle.db.exec(`PRAGMA synchronous = ${wanted}`);
@@ -70,7 +70,7 @@ function runWrite(statements: ReturnType<typeof prepare>, name: WriteName, args:
   }
 }
 
-function errorData(err: unknown): { message: string; code?: string; errcode?: number } {
+function errorData(err: unknown): ErrorData {
   const { code, errcode } = (err ?? {}) as { code?: unknown; errcode?: unknown };
   return {
     message: (err as Error)?.message ?? String(err),
@@ -86,7 +86,7 @@ try {
   handle.db.exec('PRAGMA temp_store = MEMORY');
   port.postMessage({ ready: true } satisfies WriterMessage);
 } catch (err) {
-  port.postMessage({ failed: errorData(err) } satisfies WriterMessage);
+  port.postMessage({ failed: errorData(err), batches: 0 } satisfies WriterMessage);
   port.close();
 }
 
@@ -102,10 +102,11 @@ function commitReceived(): void {
   while (count < received.length && (count === 0 || writes + received[count].length <= MAX_MERGED_WRITES)) writes += received[count++].length;
   const batches = received.splice(0, count);
   const outcome = runBatch(batches.flat());
-  let at = 0;
-  for (const batch of batches) {
-    port.postMessage('failed' in outcome ? outcome : ({ answers: (outcome as { answers: WriteAnswer[] }).answers.slice(at, at + batch.length) } satisfies WriterMessage));
-    at += batch.length;
+  // One message for the whole transaction: the answers of each batch merged into it, in order.
+  if ('failed' in outcome) port.postMessage({ failed: outcome.failed, batches: batches.length } satisfies WriterMessage);
+  else {
+    let at = 0;
+    port.postMessage({ answers: batches.map((batch) => outcome.answers.slice(at, (at += batch.length))) } satisfies WriterMessage);
   }
   scheduleCommit();
 }

@@ -37,7 +37,7 @@ export type WriteBatch = Array<[WriteName, unknown[]]>;
 export type WriteAnswer = { value: unknown } | { error: ErrorData };
 
 /** An error as it crosses the thread boundary. */
-interface ErrorData {
+export interface ErrorData {
   message: string;
   code?: string;
   /** SQLite's (extended) result code, when SQLite raised it. */
@@ -50,8 +50,11 @@ interface ErrorData {
  */
 const UNAVAILABLE_CODES = new Set([5, 6, 7, 8, 10, 13, 14, 15]);
 
-/** What the thread posts: ready after opening, a batch's answers, or why it (the open or the whole batch) failed. */
-export type WriterMessage = { ready: true } | { answers: WriteAnswer[] } | { failed: ErrorData };
+/**
+ * What the thread posts: ready after opening; after a transaction, the answers of each batch it
+ * merged (oldest first), or why the transaction failed and how many batches it held (0: the open failed).
+ */
+export type WriterMessage = { ready: true } | { answers: WriteAnswer[][] } | { failed: ErrorData; batches: number };
 
 /** The arguments of a write, after the statements. */
 type WriteArgs<K extends WriteName> = Writes[K] extends (sql: never, ...args: infer A) => unknown ? A : never;
@@ -220,9 +223,10 @@ export class SqliteWriter {
     this.#worker.ref();
   }
 
-  /** The answer of the oldest batch in flight. */
-  #answered(message: { answers: WriteAnswer[] } | { failed: ErrorData }): void {
-    this.#settle(this.#inFlight.shift() ?? [], message);
+  /** The answers of the oldest batches in flight (those one transaction held). */
+  #answered(message: { answers: WriteAnswer[][] } | { failed: ErrorData; batches: number }): void {
+    if ('failed' in message) for (let i = 0; i < message.batches; i++) this.#settle(this.#inFlight.shift() ?? [], message);
+    else for (const answers of message.answers) this.#settle(this.#inFlight.shift() ?? [], { answers });
   }
 
   /** Settles each write of `batch` with its answer (or the batch's failure). */

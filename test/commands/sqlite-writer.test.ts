@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { entryValues, recordValues } from '../../src/commands/sqlite-command-sql.ts';
 import { SqliteCommandStore } from '../../src/commands/sqlite-store.ts';
 import { SqliteWriter } from '../../src/commands/sqlite-writer.ts';
@@ -87,6 +88,51 @@ describe('SqliteWriter (the command store writer thread)', () => {
     reader.close();
     expect(await first).toBeGreaterThan(0);
     expect(await second).toBeGreaterThan(await first);
+  });
+
+  it('answers the batches merged into one transaction in one message, each batch with its own answers', async () => {
+    const { path, writer } = await storeAndWriter();
+    const other = new DatabaseSync(path);
+    other.exec('BEGIN IMMEDIATE');
+    const emit = vi.spyOn(Worker.prototype, 'emit');
+    try {
+      const first = writer.run('enqueue', entryValues(outboxEntry('a')));
+      await new Promise((resolve) => setImmediate(resolve));
+      // Two more batches, one per turn, reach the thread while its first transaction waits for the lock.
+      const second = writer.run('enqueue', entryValues(outboxEntry('b')));
+      await new Promise((resolve) => setImmediate(resolve));
+      const third = writer.run('enqueue', entryValues(outboxEntry('c')));
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      other.exec('COMMIT');
+      other.close();
+      const seqs = await Promise.all([first, second, third]);
+      expect(seqs[1]).toBe(seqs[0] + 1);
+      expect(seqs[2]).toBe(seqs[0] + 2);
+      // Three batches, at most two transactions (the first alone, or all three when the thread took
+      // them together on a busy machine), and one message per transaction, not per batch.
+      expect(emit.mock.calls.filter(([event]) => event === 'message').length).toBeLessThan(3);
+    } finally {
+      emit.mockRestore();
+    }
+  });
+
+  it('refuses with STORE_UNAVAILABLE every batch merged into a transaction that failed, then writes again', async () => {
+    const { path, store, writer } = await storeAndWriter(300);
+    const other = new DatabaseSync(path);
+    other.exec('BEGIN IMMEDIATE');
+    const first = writer.run('enqueue', entryValues(outboxEntry('a')));
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = writer.run('enqueue', entryValues(outboxEntry('b')));
+    await new Promise((resolve) => setImmediate(resolve));
+    const third = writer.run('enqueue', entryValues(outboxEntry('c')));
+    // The lock outlives both transactions' busy timeout: the first alone, then the second and third merged.
+    const outcomes = await Promise.allSettled([first, second, third]);
+    other.exec('COMMIT');
+    other.close();
+    for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    expect(await writer.run('enqueue', entryValues(outboxEntry('d')))).toBeGreaterThan(0);
+    expect((await store.due('orders', Number.MAX_SAFE_INTEGER, 10)).map((entry) => entry.id)).toEqual(['d']);
   });
 
   it('lets the writes already asked for commit on close, then refuses new ones', async () => {
