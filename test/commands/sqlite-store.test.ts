@@ -79,6 +79,35 @@ describe('SqliteCommandStore on the event log file', () => {
     const db = new DatabaseSync(path);
     expect(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'command_ids%'").all()).toEqual([]);
     expect(db.prepare('SELECT id FROM command_records ORDER BY id').all().map((row) => row.id)).toEqual(['gone', 'live']);
+    // The indexes dropped for the copy are built again.
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'command_records' ORDER BY name").all().map((row) => row.name))
+      .toEqual(['command_records_expires', 'command_records_id']);
+    db.close();
+  });
+
+  it('opens a file holding records in both tables (used by both versions in turn): an id keeps the record command_records held, the others move', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path);
+    await store.open();
+    await store.accept(record('both', { fingerprint: 'fp-new', expiresMs: now + 60_000 }), outboxEntry('both'), now);
+    await store.close();
+    const old = new DatabaseSync(path);
+    old.exec('CREATE TABLE command_ids (id TEXT PRIMARY KEY, principal TEXT NOT NULL, fingerprint TEXT NOT NULL, answer TEXT NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID');
+    const insert = old.prepare('INSERT INTO command_ids VALUES (?, ?, ?, ?, ?)');
+    insert.run('both', 'ops', 'fp-old', JSON.stringify({ status: 201, body: { id: 'both' } }), now + 60_000);
+    insert.run('only-old', 'ops', 'fp-only-old', JSON.stringify({ status: 201, body: { id: 'only-old' } }), now + 60_000);
+    old.close();
+
+    const reopened = new SqliteCommandStore(path);
+    await reopened.open();
+    expect(await reopened.find('both', now)).toMatchObject({ fingerprint: 'fp-new' });
+    expect(await reopened.find('only-old', now)).toMatchObject({ fingerprint: 'fp-only-old' });
+    await reopened.close();
+    const db = new DatabaseSync(path);
+    expect(db.prepare('SELECT id FROM command_records ORDER BY id').all().map((row) => row.id)).toEqual(['both', 'only-old']);
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'command_records%' ORDER BY name").all().map((row) => row.name))
+      .toEqual(['command_records', 'command_records_expires', 'command_records_id']);
     db.close();
   });
 
