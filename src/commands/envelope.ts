@@ -39,7 +39,10 @@ export function checkCommandEnvelope(body: unknown, receivedAt: () => Date = () 
     throw invalid('time must be an ISO 8601 / RFC 3339 date-time with a zone', 'time');
   }
   if (!isObject(body.data)) throw invalid('data must be a JSON object', 'data');
-  if (body.correlationid !== undefined && typeof body.correlationid !== 'string') throw invalid('correlationid must be a string', 'correlationid');
+  if (body.correlationid !== undefined) {
+    if (typeof body.correlationid !== 'string') throw invalid('correlationid must be a string', 'correlationid');
+    requireWellFormed(body.correlationid, 'correlationid');
+  }
   return body as CommandEnvelope;
 }
 
@@ -47,6 +50,15 @@ function requireText(body: Record<string, unknown>, attribute: string, maxLength
   const value = body[attribute];
   if (typeof value !== 'string' || value.length === 0) throw invalid(`${attribute} is required (a non-empty string)`, attribute);
   if (value.length > maxLength) throw invalid(`${attribute} is longer than ${maxLength} characters`, attribute);
+  requireWellFormed(value, attribute);
+}
+
+/**
+ * Text with a lone surrogate (`"\ud800"` is valid JSON) is not Unicode: SQLite and Redis would store
+ * it as U+FFFD, so two such ids would be one id there, and what is read back would not be what was sent.
+ */
+function requireWellFormed(value: string, attribute: string): void {
+  if (!value.isWellFormed()) throw invalid(`${attribute} must be well-formed Unicode (it holds a lone surrogate)`, attribute);
 }
 
 function invalid(message: string, attribute?: string): ProtoError {
