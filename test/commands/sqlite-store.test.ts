@@ -13,6 +13,26 @@ idempotencyContract('sqlite', make);
 outboxContract('sqlite', make);
 commandStoreContract('sqlite', make);
 
+/** Writes idempotency records as builds before `command_records` kept them: in `command_ids`, keyed by id (each `[id, fingerprint, expiresMs]`). */
+function writeOldRecords(path: string, records: Array<[string, string, number]>): void {
+  const old = new DatabaseSync(path);
+  old.exec(`CREATE TABLE command_ids (id TEXT PRIMARY KEY, principal TEXT NOT NULL, fingerprint TEXT NOT NULL, answer TEXT NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX command_ids_expires ON command_ids (expires_ms);`);
+  const insert = old.prepare('INSERT INTO command_ids VALUES (?, ?, ?, ?, ?)');
+  for (const [id, fingerprint, expiresMs] of records) insert.run(id, 'ops', fingerprint, JSON.stringify({ status: 201, body: { id } }), expiresMs);
+  old.close();
+}
+
+/** An open store on a fresh file that accepted command `id` now (its record live for a minute unless `ttlMs` says otherwise). */
+async function storeHolding(id: string, fingerprint = `fp-${id}`, ttlMs = 60_000): Promise<{ path: string; now: number; store: SqliteCommandStore }> {
+  const path = join(tempDir(), 'gateway.db');
+  const now = Date.now();
+  const store = new SqliteCommandStore(path);
+  await store.open();
+  await store.accept(record(id, { fingerprint, expiresMs: now + ttlMs }), outboxEntry(id), now);
+  return { path, now, store };
+}
+
 describe('SqliteCommandStore on the event log file', () => {
   it('shares the file with the event log (two connections) and keeps everything across a reopen', async () => {
     const path = join(tempDir(), 'gateway.db');
@@ -59,13 +79,7 @@ describe('SqliteCommandStore on the event log file', () => {
   it('opens idempotency records kept in the table keyed by id (before command_records): each id is still held, and the old table is gone', async () => {
     const path = join(tempDir(), 'gateway.db');
     const now = Date.now();
-    const old = new DatabaseSync(path);
-    old.exec(`CREATE TABLE command_ids (id TEXT PRIMARY KEY, principal TEXT NOT NULL, fingerprint TEXT NOT NULL, answer TEXT NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID;
-      CREATE INDEX command_ids_expires ON command_ids (expires_ms);`);
-    const insert = old.prepare('INSERT INTO command_ids VALUES (?, ?, ?, ?, ?)');
-    insert.run('live', 'ops', 'fp-live', JSON.stringify({ status: 201, body: { id: 'live' } }), now + 60_000);
-    insert.run('gone', 'ops', 'fp-gone', JSON.stringify({ status: 201, body: { id: 'gone' } }), now - 1);
-    old.close();
+    writeOldRecords(path, [['live', 'fp-live', now + 60_000], ['gone', 'fp-gone', now - 1]]);
 
     const store = new SqliteCommandStore(path);
     await store.open();
@@ -86,18 +100,9 @@ describe('SqliteCommandStore on the event log file', () => {
   });
 
   it('opens a file holding records in both tables (used by both versions in turn): an id keeps the record command_records held, the others move', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path);
-    await store.open();
-    await store.accept(record('both', { fingerprint: 'fp-new', expiresMs: now + 60_000 }), outboxEntry('both'), now);
+    const { path, now, store } = await storeHolding('both', 'fp-new');
     await store.close();
-    const old = new DatabaseSync(path);
-    old.exec('CREATE TABLE command_ids (id TEXT PRIMARY KEY, principal TEXT NOT NULL, fingerprint TEXT NOT NULL, answer TEXT NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID');
-    const insert = old.prepare('INSERT INTO command_ids VALUES (?, ?, ?, ?, ?)');
-    insert.run('both', 'ops', 'fp-old', JSON.stringify({ status: 201, body: { id: 'both' } }), now + 60_000);
-    insert.run('only-old', 'ops', 'fp-only-old', JSON.stringify({ status: 201, body: { id: 'only-old' } }), now + 60_000);
-    old.close();
+    writeOldRecords(path, [['both', 'fp-old', now + 60_000], ['only-old', 'fp-only-old', now + 60_000]]);
 
     const reopened = new SqliteCommandStore(path);
     await reopened.open();
@@ -112,11 +117,7 @@ describe('SqliteCommandStore on the event log file', () => {
   });
 
   it('tells apart two ids whose index keys are the same: a record is found by its own id only', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path);
-    await store.open();
-    await store.accept(record('first', { expiresMs: now + 60_000 }), outboxEntry('first'), now);
+    const { path, now, store } = await storeHolding('first');
     // A second id sharing the first's key: made so here (52 bits of SHA-256 do not collide on their own).
     const db = new DatabaseSync(path, { timeout: 5000 });
     db.prepare('UPDATE command_records SET id_hash = ? WHERE id = ?').run(idHash('second'), 'first');
@@ -131,11 +132,7 @@ describe('SqliteCommandStore on the event log file', () => {
   });
 
   it('replaces an expired record of an id with one row: the id is held by the new record alone', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path);
-    await store.open();
-    await store.accept(record('again', { expiresMs: now + 10 }), outboxEntry('again'), now);
+    const { path, now, store } = await storeHolding('again', 'fp-again', 10);
     expect(await store.accept(record('again', { fingerprint: 'fp-new', expiresMs: now + 60_000 }), outboxEntry('again'), now + 10)).toBeUndefined();
     expect(await store.find('again', now + 10)).toMatchObject({ fingerprint: 'fp-new' });
     await store.close();

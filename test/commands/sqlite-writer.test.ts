@@ -31,6 +31,24 @@ async function storeAndWriter(busyTimeoutMs = 5_000): Promise<{ path: string; st
   return { path, store, writer };
 }
 
+/**
+ * Takes the file's write lock on a connection of its own, then asks `writer` for one enqueue per id,
+ * each in a turn of its own: the thread's first transaction waits for the lock (within its busy
+ * timeout) while the later batches reach it. Returns the lock's connection and the enqueues' seqs.
+ */
+async function enqueuesWhileLocked(path: string, writer: SqliteWriter, ids: string[]): Promise<{ lock: DatabaseSync; seqs: Array<Promise<number>> }> {
+  const lock = new DatabaseSync(path);
+  lock.exec('BEGIN IMMEDIATE');
+  const seqs: Array<Promise<number>> = [];
+  for (const id of ids) {
+    seqs.push(writer.run('enqueue', entryValues(outboxEntry(id))));
+    // A batch asked for while one is in flight leaves at the end of its turn.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  return { lock, seqs };
+}
+
 describe('SqliteWriter (the command store writer thread)', () => {
   it('undoes a write that fails alone: an accept whose outbox entry is refused leaves no idempotency record, and the write beside it in the batch commits', async () => {
     const { store, writer } = await storeAndWriter();
@@ -68,17 +86,9 @@ describe('SqliteWriter (the command store writer thread)', () => {
 
   it('sends a batch while another is in flight, and the thread commits it without waiting for the event loop to take the first answer', async () => {
     const { path, writer } = await storeAndWriter();
-    const other = new DatabaseSync(path);
-    // The thread's first transaction waits for this lock (within its busy timeout).
-    other.exec('BEGIN IMMEDIATE');
-    const first = writer.run('enqueue', entryValues(outboxEntry('a')));
-    await new Promise((resolve) => setImmediate(resolve));
-    const second = writer.run('enqueue', entryValues(outboxEntry('b')));
-    // A batch asked for while one is in flight leaves at the end of its turn.
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setImmediate(resolve));
-    other.exec('COMMIT');
-    other.close();
+    const { lock, seqs: [first, second] } = await enqueuesWhileLocked(path, writer, ['a', 'b']);
+    lock.exec('COMMIT');
+    lock.close();
     // The event loop is held from here: b can only be committed if it already reached the thread.
     const reader = new DatabaseSync(path, { readOnly: true });
     const committed = (): number => (reader.prepare('SELECT COUNT(*) AS n FROM outbox').get() as { n: number }).n;
@@ -92,21 +102,13 @@ describe('SqliteWriter (the command store writer thread)', () => {
 
   it('answers the batches merged into one transaction in one message, each batch with its own answers', async () => {
     const { path, writer } = await storeAndWriter();
-    const other = new DatabaseSync(path);
-    other.exec('BEGIN IMMEDIATE');
     const emit = vi.spyOn(Worker.prototype, 'emit');
     try {
-      const first = writer.run('enqueue', entryValues(outboxEntry('a')));
-      await new Promise((resolve) => setImmediate(resolve));
-      // Two more batches, one per turn, reach the thread while its first transaction waits for the lock.
-      const second = writer.run('enqueue', entryValues(outboxEntry('b')));
-      await new Promise((resolve) => setImmediate(resolve));
-      const third = writer.run('enqueue', entryValues(outboxEntry('c')));
-      await new Promise((resolve) => setImmediate(resolve));
+      const { lock, seqs: writes } = await enqueuesWhileLocked(path, writer, ['a', 'b', 'c']);
       await new Promise((resolve) => setTimeout(resolve, 50));
-      other.exec('COMMIT');
-      other.close();
-      const seqs = await Promise.all([first, second, third]);
+      lock.exec('COMMIT');
+      lock.close();
+      const seqs = await Promise.all(writes);
       expect(seqs[1]).toBe(seqs[0] + 1);
       expect(seqs[2]).toBe(seqs[0] + 2);
       // Three batches, at most two transactions (the first alone, or all three when the thread took
@@ -119,17 +121,11 @@ describe('SqliteWriter (the command store writer thread)', () => {
 
   it('refuses with STORE_UNAVAILABLE every batch merged into a transaction that failed, then writes again', async () => {
     const { path, store, writer } = await storeAndWriter(300);
-    const other = new DatabaseSync(path);
-    other.exec('BEGIN IMMEDIATE');
-    const first = writer.run('enqueue', entryValues(outboxEntry('a')));
-    await new Promise((resolve) => setImmediate(resolve));
-    const second = writer.run('enqueue', entryValues(outboxEntry('b')));
-    await new Promise((resolve) => setImmediate(resolve));
-    const third = writer.run('enqueue', entryValues(outboxEntry('c')));
+    const { lock, seqs } = await enqueuesWhileLocked(path, writer, ['a', 'b', 'c']);
     // The lock outlives both transactions' busy timeout: the first alone, then the second and third merged.
-    const outcomes = await Promise.allSettled([first, second, third]);
-    other.exec('COMMIT');
-    other.close();
+    const outcomes = await Promise.allSettled(seqs);
+    lock.exec('COMMIT');
+    lock.close();
     for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
     expect(await writer.run('enqueue', entryValues(outboxEntry('d')))).toBeGreaterThan(0);
     expect((await store.due('orders', Number.MAX_SAFE_INTEGER, 10)).map((entry) => entry.id)).toEqual(['d']);
