@@ -2,12 +2,12 @@
  * The writer thread of the SQLite `CommandStore` (started by `SqliteWriter`, `sqlite-writer.ts`):
  * its own connection on the store's file. The batches it is sent while a commit runs are merged and
  * run in ONE transaction once it is done (up to `MAX_MERGED_WRITES` writes; the rest go in the
- * next), answered in one message (each batch's answers, in the order sent): the thread never waits for the event loop to
- * take an answer before it commits what came meanwhile. Each write runs in a savepoint of its own (a
- * write that throws is undone alone and answered with its error; the others commit), except a write
- * of one statement, which SQLite undoes alone without one (`SINGLE_STATEMENT_WRITES`). The commit is
- * `synchronous=FULL` unless every write merged is in `RELAXED_WRITES`. Its fsync happens here, off
- * the gateway's event loop.
+ * next), answered in one message (each batch's answers, in the order sent): the thread never waits
+ * for the event loop to take an answer before it commits what came meanwhile. Each write runs in a
+ * savepoint of its own (a write that throws is undone alone and answered with its error; the others
+ * commit), except a write of one statement, which SQLite undoes alone without one
+ * (`SINGLE_STATEMENT_WRITES`). The commit is `synchronous=FULL` unless every write merged is in
+ * `RELAXED_WRITES`. Its fsync happens here, off the gateway's event loop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
