@@ -59,7 +59,7 @@ export interface DispatcherOptions {
   isPaused?: (backend: string) => boolean;
   /** Deadline of one attempt, in ms. */
   timeoutMs: number;
-  /** Attempts in flight per backend at most. */
+  /** Backend calls in flight per backend at most (an attempt whose call is over and whose outcome is being written no longer counts). */
   concurrency: number;
   /** Delays of the retries after the first try, in ms. */
   retryScheduleMs: number[];
@@ -83,6 +83,12 @@ export class Dispatcher implements AcceptHandoff {
   readonly #lanes = new Map<string, Set<number>>();
   /** Slots of each backend's lane reserved for entries a commit in flight claims at accept. */
   readonly #reserved = new Map<string, number>();
+  /**
+   * Entries of each backend's lane whose backend call is over and whose outcome is being written
+   * (result events, completion, reschedule): still in flight for the outbox, no longer for the
+   * backend, so their slots are free (on SQLite the write waits for a commit of a few ms).
+   */
+  readonly #settling = new Map<string, number>();
   /** False only while every due entry the outbox may hold is known to be in memory (see `wake`). */
   #mayHoldDue = true;
   readonly #attempts = new Set<Promise<void>>();
@@ -235,9 +241,16 @@ export class Dispatcher implements AcceptHandoff {
     for (const entry of claimed) if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.leaseMs);
   }
 
-  /** Free slots of a backend's lane: its concurrency less the attempts in flight and the slots reserved for commits in flight. */
+  /** Free slots of a backend's lane: its concurrency less the backend calls in flight and the slots reserved for commits in flight. */
   #free(backend: string, lane: Set<number>): number {
-    return this.#options.concurrency - lane.size - (this.#reserved.get(backend) ?? 0);
+    return this.#options.concurrency - (lane.size - (this.#settling.get(backend) ?? 0)) - (this.#reserved.get(backend) ?? 0);
+  }
+
+  /** Counts `delta` more (or fewer) entries of `backend` settling. */
+  #settle(backend: string, delta: number): void {
+    const settling = (this.#settling.get(backend) ?? 0) + delta;
+    if (settling > 0) this.#settling.set(backend, settling);
+    else this.#settling.delete(backend);
   }
 
   /** The lease of a claim, in ms (`leaseMs`, default `timeoutMs` + `LEASE_MARGIN_MS`). */
@@ -282,15 +295,28 @@ export class Dispatcher implements AcceptHandoff {
 
   #start(backend: string, delivery: CommandDelivery, lane: Set<number>, entry: OutboxEntry, leaseEndMs: number): void {
     lane.add(entry.seq);
+    let settling = false;
+    const callEnded = (): void => {
+      settling = true;
+      this.#settle(backend, 1);
+      // Its slot is free while the outcome is written: worth a look when the outbox may hold due entries not in memory.
+      if (this.#mayHoldDue) this.wake();
+    };
+    const takeSlotAgain = (): void => {
+      if (settling) this.#settle(backend, -1);
+      settling = false;
+    };
     const release = (completed: boolean): void => {
+      takeSlotAgain();
       lane.delete(entry.seq);
       if (lane.size === 0 && !this.#options.deliveries.has(backend)) this.#lanes.delete(backend);
       // An entry left in the outbox (a retry, a release) is due again: look. A completion frees a
       // slot, worth a look only when the outbox may hold due entries not in memory.
       if (!completed || this.#mayHoldDue) this.wake();
     };
-    const attempt = this.#attempt(delivery, entry, leaseEndMs).then(release, (err: unknown) => {
+    const attempt = this.#attempt(delivery, entry, leaseEndMs, callEnded).then(release, (err: unknown) => {
       // The store or the log failed: keep the slot taken for a while rather than spin on the entry.
+      takeSlotAgain();
       this.#options.logger.error({ err, command: entry.id, backend }, 'command attempt failed unexpectedly');
       setTimeout(() => release(false), MAX_IDLE_MS).unref();
     });
@@ -310,9 +336,10 @@ export class Dispatcher implements AcceptHandoff {
 
   /**
    * One attempt and its consequences (result events, completion, or a rescheduled retry) while its
-   * claim lasts (`leaseEndMs`); true when the entry left the outbox (completed).
+   * claim lasts (`leaseEndMs`); true when the entry left the outbox (completed). `callEnded` is
+   * called once the backend call is over (answered, failed or timed out), before its outcome is written.
    */
-  #attempt(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<boolean> {
+  #attempt(delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number, callEnded: () => void): Promise<boolean> {
     // A trace of its own (it runs after the accept, maybe on another replica), linked to the
     // accept's span through the traceparent stored with the entry.
     const span = startSpan(() => `dispatch ${entry.backend}`, {
@@ -328,10 +355,10 @@ export class Dispatcher implements AcceptHandoff {
         'proto.dispatch.attempt': entry.attempts + 1,
       }),
     });
-    return inSpan(span, () => this.#attemptIn(span, delivery, entry, leaseEndMs));
+    return inSpan(span, () => this.#attemptIn(span, delivery, entry, leaseEndMs, callEnded));
   }
 
-  async #attemptIn(span: Span, delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number): Promise<boolean> {
+  async #attemptIn(span: Span, delivery: CommandDelivery, entry: OutboxEntry, leaseEndMs: number, callEnded: () => void): Promise<boolean> {
     const started = performance.now();
     let outcome: DeliveryOutcome;
     try {
@@ -345,6 +372,7 @@ export class Dispatcher implements AcceptHandoff {
       }
       outcome = { kind: 'retry', reason: reasonOf(err), ...retryAfterOf(err) };
     }
+    callEnded();
     this.#observe(entry, outcome.kind, started);
     annotate(span, () => ({ 'proto.dispatch.outcome': outcome.kind, ...('reason' in outcome && { 'error.type': outcome.reason.code }) }));
     if (outcome.kind === 'retry') return this.#retry(delivery, entry, leaseEndMs, outcome.reason, outcome.retryAfterMs);

@@ -54,6 +54,43 @@ async function dispatcherOn(store: MemoryCommandStore, delivery: CommandDelivery
   return dispatcher;
 }
 
+describe('slots', () => {
+  it('frees a slot once the backend answered: the next command is sent while the first one\'s completion is still being written', async () => {
+    const store = new MemoryCommandStore();
+    await store.open();
+    const sent: string[] = [];
+    const delivery: CommandDelivery = {
+      async deliver(entry: OutboxEntry): Promise<DeliveryOutcome> {
+        sent.push(entry.id);
+        return { kind: 'delivered', events: [] };
+      },
+      async failureEvent() {
+        throw new Error('not expected');
+      },
+    };
+    // Every completion waits until the test lets it through (a slow commit).
+    let letThrough!: () => void;
+    const held = new Promise<void>((resolve) => (letThrough = resolve));
+    const complete = store.complete.bind(store);
+    store.complete = async (seq) => {
+      await held;
+      return complete(seq);
+    };
+    const dispatcher = await dispatcherOn(store, delivery, 1);
+    await dispatcher.start();
+    const committer = new GroupCommitter(store, dispatcher);
+    const now = Date.now();
+    for (const id of ['a', 'b', 'c']) await committer.accept(record(id, { expiresMs: now + 60_000 }), { ...outboxEntry(id), nextAttemptMs: now }, now);
+    // One call at a time, but none waits for the completion before it.
+    await eventually(async () => sent.length === 3);
+    expect(sent).toEqual(['a', 'b', 'c']);
+    expect(await store.depth()).toBe(3);
+    letThrough();
+    await eventually(async () => (await store.depth()) === 0);
+    expect(sent).toEqual(['a', 'b', 'c']);
+  });
+});
+
 describe('accept handoff', () => {
   it('takes commands claimed at accept from memory and delivers each once, without reading the outbox for them', async () => {
     const store = new MemoryCommandStore();
