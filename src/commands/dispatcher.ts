@@ -241,9 +241,15 @@ export class Dispatcher implements AcceptHandoff {
     for (const entry of claimed) if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.leaseMs);
   }
 
-  /** Free slots of a backend's lane: its concurrency less the backend calls in flight and the slots reserved for commits in flight. */
+  /**
+   * Free slots of a backend's lane: its concurrency less the backend calls in flight and the slots
+   * reserved for commits in flight. Entries whose outcome is being written count again beyond as many
+   * as the concurrency: a store that cannot keep up slows the calls down instead of piling them up.
+   */
   #free(backend: string, lane: Set<number>): number {
-    return this.#options.concurrency - (lane.size - (this.#settling.get(backend) ?? 0)) - (this.#reserved.get(backend) ?? 0);
+    const { concurrency } = this.#options;
+    const reserved = this.#reserved.get(backend) ?? 0;
+    return Math.min(concurrency - (lane.size - (this.#settling.get(backend) ?? 0)), 2 * concurrency - lane.size) - reserved;
   }
 
   /** Counts `delta` more (or fewer) entries of `backend` settling. */
