@@ -1,8 +1,8 @@
 /**
  * The dispatcher (`commands.dispatch`): delivers outbox entries to their backends.
  *
- * - Work in memory is bounded: each backend has a lane of at most `concurrency` attempts in
- *   flight, and the outbox is asked for no more than a lane can take. Everything else waits in
+ * - Work in memory is bounded: each backend has a lane (`lane.ts`) of at most `concurrency` calls
+ *   in flight, and the outbox is asked for no more than a lane can take. Everything else waits in
  *   the durable outbox, so undelivered commands survive a restart and are delivered after it.
  * - It wakes when a command enters the outbox, when an attempt ends, and on a timer set to the
  *   earliest due retry.
@@ -38,6 +38,7 @@ import { parseRetryAfter, retryDelayMs } from './retry-schedule.ts';
 import { retryWhileLeased } from '../storage/retry-while-leased.ts';
 import { annotate, inSpan, linksTo, messagingAttributes, SpanKind, startSpan, type Span } from '../telemetry/tracing.ts';
 import { appendTraced } from '../log/traced-append.ts';
+import { Lane } from './lane.ts';
 
 /** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
 export const MAX_IDLE_MS = 1_000;
@@ -79,16 +80,8 @@ export interface DispatcherOptions {
 
 export class Dispatcher implements AcceptHandoff {
   readonly #options: DispatcherOptions;
-  /** Seqs in flight, per backend. */
-  readonly #lanes = new Map<string, Set<number>>();
-  /** Slots of each backend's lane reserved for entries a commit in flight claims at accept. */
-  readonly #reserved = new Map<string, number>();
-  /**
-   * Entries of each backend's lane whose backend call is over and whose outcome is being written
-   * (result events, completion, reschedule): still in flight for the outbox, no longer for the
-   * backend, so their slots are free (on SQLite the write waits for a commit of a few ms).
-   */
-  readonly #settling = new Map<string, number>();
+  /** Each backend's entries in flight and the slots they take. */
+  readonly #lanes = new Map<string, Lane>();
   /** False only while every due entry the outbox may hold is known to be in memory (see `wake`). */
   #mayHoldDue = true;
   readonly #attempts = new Set<Promise<void>>();
@@ -160,7 +153,7 @@ export class Dispatcher implements AcceptHandoff {
    */
   async abandon(backend: string, source: string): Promise<number> {
     const reason: FailureReason = { code: 'SERVICE_NOT_FOUND', message: `service "${backend}" was removed before the command was delivered` };
-    const inFlight = this.#lanes.get(backend) ?? new Set<number>();
+    const inFlight = this.#lanes.get(backend)?.seqs ?? new Set<number>();
     let ended = 0;
     for (;;) {
       // Due "at the end of time": every entry, whatever its next attempt, except those claimed just now.
@@ -198,11 +191,11 @@ export class Dispatcher implements AcceptHandoff {
     }
   }
 
-  /** The attempts in flight of a backend (a lane stays while it has some, even after its backend is gone). */
-  #laneOf(backend: string): Set<number> {
+  /** The lane of a backend (it stays while it holds entries, even after its backend is gone). */
+  #laneOf(backend: string): Lane {
     let lane = this.#lanes.get(backend);
     if (!lane) {
-      lane = new Set();
+      lane = new Lane(this.#options.concurrency);
       this.#lanes.set(backend, lane);
     }
     return lane;
@@ -213,8 +206,8 @@ export class Dispatcher implements AcceptHandoff {
    * claimed entry is held in memory (the lane) until its attempt ends; the store hides it from
    * every claimer meanwhile, so nothing in flight is read again.
    */
-  async #fill(backend: string, lane: Set<number>): Promise<void> {
-    const free = this.#free(backend, lane);
+  async #fill(backend: string, lane: Lane): Promise<void> {
+    const free = lane.free;
     const delivery = this.#options.deliveries.get(backend);
     if (this.#closing || !delivery) return;
     if (free <= 0) {
@@ -224,12 +217,12 @@ export class Dispatcher implements AcceptHandoff {
     }
     const claimedMs = Date.now();
     // The slots stay reserved while the claim is in flight: a commit's handover meanwhile must not take them too.
-    this.#reserved.set(backend, (this.#reserved.get(backend) ?? 0) + free);
+    lane.reserve(free);
     let claimed: ClaimedOutboxEntry[];
     try {
       claimed = await this.#options.outbox.claimDue(backend, claimedMs, free, this.leaseMs);
     } finally {
-      this.#unreserve(backend, free);
+      lane.unreserve(free);
     }
     if (claimed.length === free) this.#mayHoldDue = true;
     for (const entry of claimed) this.#options.metrics.countClaim(backend, entry.reclaimed ? 'reclaimed' : 'claimed');
@@ -238,25 +231,7 @@ export class Dispatcher implements AcceptHandoff {
       await Promise.all(claimed.map((entry) => this.#release(entry)));
       return;
     }
-    for (const entry of claimed) if (!lane.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.leaseMs);
-  }
-
-  /**
-   * Free slots of a backend's lane: its concurrency less the backend calls in flight and the slots
-   * reserved for commits in flight. Entries whose outcome is being written count again beyond as many
-   * as the concurrency: a store that cannot keep up slows the calls down instead of piling them up.
-   */
-  #free(backend: string, lane: Set<number>): number {
-    const { concurrency } = this.#options;
-    const reserved = this.#reserved.get(backend) ?? 0;
-    return Math.min(concurrency - (lane.size - (this.#settling.get(backend) ?? 0)), 2 * concurrency - lane.size) - reserved;
-  }
-
-  /** Counts `delta` more (or fewer) entries of `backend` settling. */
-  #settle(backend: string, delta: number): void {
-    const settling = (this.#settling.get(backend) ?? 0) + delta;
-    if (settling > 0) this.#settling.set(backend, settling);
-    else this.#settling.delete(backend);
+    for (const entry of claimed) if (!lane.seqs.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.leaseMs);
   }
 
   /** The lease of a claim, in ms (`leaseMs`, default `timeoutMs` + `LEASE_MARGIN_MS`). */
@@ -264,29 +239,26 @@ export class Dispatcher implements AcceptHandoff {
     return this.#options.leaseMs ?? this.#options.timeoutMs + LEASE_MARGIN_MS;
   }
 
-  #unreserve(backend: string, slots: number): void {
-    const left = (this.#reserved.get(backend) ?? 0) - slots;
-    if (left > 0) this.#reserved.set(backend, left);
-    else this.#reserved.delete(backend);
-  }
-
   /** `AcceptHandoff`: slots for entries claimed at accept; none before `start()`, while closing, or for a paused or unknown backend. */
   reserve(backend: string, wanted: number): number {
     if (!this.#started || this.#closing || this.#options.isPaused?.(backend) || !this.#options.deliveries.has(backend)) return 0;
-    const granted = Math.max(0, Math.min(wanted, this.#free(backend, this.#laneOf(backend))));
-    if (granted > 0) this.#reserved.set(backend, (this.#reserved.get(backend) ?? 0) + granted);
+    const lane = this.#laneOf(backend);
+    const granted = Math.max(0, Math.min(wanted, lane.free));
+    lane.reserve(granted);
     return granted;
   }
 
   /** `AcceptHandoff`: starts the attempts of entries claimed at accept (released at once when shutdown began or the backend went away meanwhile). */
   handOver(backend: string, entries: OutboxEntry[], reserved: number, claimedMs: number): void {
-    this.#unreserve(backend, reserved);
+    const lane = this.#laneOf(backend);
+    lane.unreserve(reserved);
     const delivery = this.#options.deliveries.get(backend);
     for (const entry of entries) {
       this.#options.metrics.countClaim(backend, 'claimed');
       if (this.#closing || !delivery) void this.#release(entry);
-      else this.#start(backend, delivery, this.#laneOf(backend), entry, claimedMs + this.leaseMs);
+      else this.#start(backend, delivery, lane, entry, claimedMs + this.leaseMs);
     }
+    if (lane.empty && !delivery) this.#lanes.delete(backend);
     // Slots that went unused (held ids, a failed commit) may be what an entry waiting in the outbox needs.
     if (reserved > entries.length && this.#mayHoldDue) this.wake();
   }
@@ -299,23 +271,23 @@ export class Dispatcher implements AcceptHandoff {
     });
   }
 
-  #start(backend: string, delivery: CommandDelivery, lane: Set<number>, entry: OutboxEntry, leaseEndMs: number): void {
-    lane.add(entry.seq);
+  #start(backend: string, delivery: CommandDelivery, lane: Lane, entry: OutboxEntry, leaseEndMs: number): void {
+    lane.seqs.add(entry.seq);
     let settling = false;
     const callEnded = (): void => {
       settling = true;
-      this.#settle(backend, 1);
+      lane.settle(1);
       // Its slot is free while the outcome is written: worth a look when the outbox may hold due entries not in memory.
       if (this.#mayHoldDue) this.wake();
     };
     const takeSlotAgain = (): void => {
-      if (settling) this.#settle(backend, -1);
+      if (settling) lane.settle(-1);
       settling = false;
     };
     const release = (completed: boolean): void => {
       takeSlotAgain();
-      lane.delete(entry.seq);
-      if (lane.size === 0 && !this.#options.deliveries.has(backend)) this.#lanes.delete(backend);
+      lane.seqs.delete(entry.seq);
+      if (lane.empty && !this.#options.deliveries.has(backend)) this.#lanes.delete(backend);
       // An entry left in the outbox (a retry, a release) is due again: look. A completion frees a
       // slot, worth a look only when the outbox may hold due entries not in memory.
       if (!completed || this.#mayHoldDue) this.wake();

@@ -5,9 +5,9 @@
  * batch does not wait for the one in flight: the thread merges the batches that came while it
  * committed into its next transaction, so it commits back to back under load instead of idling
  * while the event loop gets round to its answer (issue 29: SQLite delivered/s +13 % in the median
- * of six interleaved rounds). So the fsync of a `synchronous=FULL` commit (1–2 ms on a disk) never blocks the event
- * loop, and the dispatcher's bookkeeping (claims, completions, reschedules) shares transactions
- * with the accepts instead of committing one by one. Each write's promise settles once the
+ * of six interleaved rounds). So the fsync of a `synchronous=FULL` commit (1–2 ms on a disk) never
+ * blocks the event loop, and the dispatcher's bookkeeping (claims, completions, reschedules) shares
+ * transactions with the accepts instead of committing one by one. Each write's promise settles once the
  * transaction holding it has committed (rejected with its own error, or with the commit's); the
  * answers come in the order the batches left.
  *
