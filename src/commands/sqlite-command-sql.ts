@@ -6,6 +6,7 @@
  */
 import { hash } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { inTransaction } from '../storage/sqlite.ts';
 import { MAX_ALIASES_PER_COMMAND, type ClaimedOutboxEntry, type IdempotencyRecord, type NewOutboxEntry, type OutboxEntry } from './CommandStore.ts';
 
 /** The indexes of `command_records`: its records by the hash of their id, and by expiry (the purge). */
@@ -98,8 +99,7 @@ function moveCommandIds(db: DatabaseSync): void {
   const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'command_ids'");
   if (!exists.get()) return;
   db.function('command_id_hash', { deterministic: true }, (id) => idHash(String(id)));
-  db.exec('BEGIN IMMEDIATE');
-  try {
+  inTransaction(db, () => {
     if (exists.get()) {
       const copy = `INSERT INTO command_records (id, id_hash, principal, fingerprint, answer, expires_ms)
                       SELECT id, command_id_hash(id), principal, fingerprint, answer, expires_ms FROM command_ids`;
@@ -110,11 +110,7 @@ function moveCommandIds(db: DatabaseSync): void {
       }
       db.exec('DROP TABLE command_ids');
     }
-    db.exec('COMMIT');
-  } catch (err) {
-    if (db.isTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
+  });
 }
 
 /**

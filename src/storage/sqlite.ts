@@ -34,6 +34,22 @@ export function openSqlite(path: string, options: SqliteOptions = {}): DatabaseS
   return db;
 }
 
+/**
+ * Runs `work` on `db` inside BEGIN IMMEDIATE … COMMIT; rolls back (if still in the transaction) and
+ * rethrows when it throws. For a connection without a handle's prepared statements (a migration).
+ */
+export function inTransaction<T>(db: DatabaseSync, work: () => T): T {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const result = work();
+    db.exec('COMMIT');
+    return result;
+  } catch (err) {
+    if (db.isTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
+
 /** What a store gives its `SqliteHandle`: the tables it owns and the statements it runs on them. */
 export interface SqliteHandleOptions<S> extends SqliteOptions {
   /** SQL run on every open (`CREATE … IF NOT EXISTS`), so it must be safe to run again. */

@@ -33,7 +33,7 @@ import {
   type Settlement,
 } from './DeliveryQueue.ts';
 import { DeliverySchedule, type Scheduled } from './delivery-schedule.ts';
-import { SqliteHandle } from '../../storage/sqlite.ts';
+import { inTransaction, SqliteHandle } from '../../storage/sqlite.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
@@ -63,14 +63,7 @@ CREATE INDEX IF NOT EXISTS webhook_deliveries_subscription ON webhook_deliveries
  * again whole at the next open.
  */
 function migrate(db: DatabaseSync): void {
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    migrateInTransaction(db);
-    db.exec('COMMIT');
-  } catch (err) {
-    if (db.isTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
+  inTransaction(db, () => migrateInTransaction(db));
 }
 
 function migrateInTransaction(db: DatabaseSync): void {
