@@ -5,7 +5,10 @@
  *   in flight, and the outbox is asked for no more than a lane can take. Everything else waits in
  *   the durable outbox, so undelivered commands survive a restart and are delivered after it.
  * - It wakes when a command enters the outbox, when an attempt ends, and on a timer set to the
- *   earliest due retry.
+ *   earliest due retry, at most `idleMs` away even when its last look found nothing: entries it
+ *   holds no notice of (those another replica claimed and died with, or those an accept wrote
+ *   claimed before its commit failed or its answer was lost) are due when their lease ends, and
+ *   a replica whose commands all come claimed at accept would otherwise never look again.
  * - An attempt has `timeout`; connection errors, timeouts, 5xx and 429 are retried per
  *   `retry.schedule` with jitter (honouring `Retry-After`); other 4xx are final. A final failure
  *   appends the backend adapter's failure event.
@@ -40,7 +43,7 @@ import { annotate, inSpan, linksTo, messagingAttributes, SpanKind, startSpan, ty
 import { appendTraced } from '../log/traced-append.ts';
 import { Lane } from './lane.ts';
 
-/** Longest sleep between two looks at the outbox, in ms (also the poll while every lane is busy). */
+/** Longest sleep between two looks at the outbox by default, in ms (also the poll while every lane is busy). */
 export const MAX_IDLE_MS = 1_000;
 
 /** Entries of a removed backend ended per claim by `abandon`. */
@@ -66,6 +69,8 @@ export interface DispatcherOptions {
   retryScheduleMs: number[];
   /** How long `close()` waits for attempts in flight before aborting them, in ms. */
   drainMs: number;
+  /** Longest sleep between two looks at the outbox, in ms; default `MAX_IDLE_MS`. */
+  idleMs?: number;
   /**
    * Lease of a claimed entry, in ms: no other claimer (another replica on a shared store) takes it
    * meanwhile; a crashed claimer's entries come back after it. Default `timeoutMs` + `LEASE_MARGIN_MS`
@@ -183,7 +188,7 @@ export class Dispatcher implements AcceptHandoff {
       await this.#armTimer();
     } catch (err) {
       this.#options.logger.error({ err }, 'dispatcher could not read the outbox');
-      this.#timer = setTimeout(() => this.wake(), MAX_IDLE_MS);
+      this.#timer = setTimeout(() => this.wake(), this.#idleMs);
     } finally {
       this.#pumping = false;
       // A wake during the last look's end (arming the timer) would otherwise wait for the timer.
@@ -232,6 +237,10 @@ export class Dispatcher implements AcceptHandoff {
       return;
     }
     for (const entry of claimed) if (!lane.seqs.has(entry.seq)) this.#start(backend, delivery, lane, entry, claimedMs + this.leaseMs);
+  }
+
+  get #idleMs(): number {
+    return this.#options.idleMs ?? MAX_IDLE_MS;
   }
 
   /** The lease of a claim, in ms (`leaseMs`, default `timeoutMs` + `LEASE_MARGIN_MS`). */
@@ -305,9 +314,9 @@ export class Dispatcher implements AcceptHandoff {
   async #armTimer(): Promise<void> {
     clearTimeout(this.#timer);
     if (this.#closing) return;
-    const next = await this.#options.outbox.nextDueMs();
-    if (next === undefined) return;
-    const delay = next > Date.now() ? Math.min(next - Date.now(), MAX_IDLE_MS) : MAX_IDLE_MS;
+    // An empty outbox is looked at again too: what another replica claims and leaves comes with no notice.
+    const next = (await this.#options.outbox.nextDueMs()) ?? Infinity;
+    const delay = next > Date.now() ? Math.min(next - Date.now(), this.#idleMs) : this.#idleMs;
     this.#timer = setTimeout(() => this.wake(), delay);
     this.#timer.unref();
   }

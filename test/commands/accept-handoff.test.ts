@@ -48,6 +48,8 @@ async function dispatcherOn(store: MemoryCommandStore, delivery: CommandDelivery
   const dispatcher = new Dispatcher({
     outbox: store, aliases: store, log, deliveries: new Map([['orders', delivery]]),
     timeoutMs: 5_000, concurrency, retryScheduleMs: [50], drainMs: 100,
+    // No look of its own at the outbox while a test runs (only those a test asks for).
+    idleMs: 60_000,
     metrics: commandMetrics(new Registry()), logger: pino({ level: 'silent' }),
   });
   cleanups.push(() => dispatcher.close());

@@ -103,6 +103,34 @@ describe('leased claims across replicas', () => {
   });
 });
 
+describe('entries that come with no notice', () => {
+  it('takes over the entries another replica claimed and died with after this one\'s last look found the outbox empty', async () => {
+    const prefix = randomPrefix();
+    cleanups.push(() => deletePrefix(SHARED_REDIS_URL, prefix));
+    const delivered: string[] = [];
+    const survivor = await replica(prefix, delivery(async (entry) => void delivered.push(entry.id)));
+    let looks = 0;
+    const nextDueMs = survivor.store.nextDueMs.bind(survivor.store);
+    survivor.store.nextDueMs = async () => {
+      const next = await nextDueMs();
+      looks++;
+      return next;
+    };
+    await survivor.dispatcher.start();
+    await eventually(() => looks > 0);
+    // Another replica accepts two commands claimed for its own dispatcher (as its group commit
+    // does) and dies: nothing tells the survivor, whose outbox was empty when it last looked.
+    const dead = new RedisCommandStore({ url: SHARED_REDIS_URL, prefix });
+    await dead.open();
+    for (const id of ['orphan-1', 'orphan-2']) await dead.enqueue({ ...outboxEntry(id), nextAttemptMs: 0 });
+    expect(await dead.claimDue('orders', Date.now(), 10, 200)).toHaveLength(2);
+    await dead.close();
+    await eventually(() => delivered.length === 2, 10_000);
+    expect(delivered.sort()).toEqual(['orphan-1', 'orphan-2']);
+    expect(await claims(survivor.registry, 'reclaimed')).toBe(2);
+  });
+});
+
 describe('shutdown during a claim', () => {
   it('releases every entry it had just claimed, so none waits for its lease', async () => {
     const prefix = randomPrefix();

@@ -106,9 +106,13 @@ describe('Redis restarted under load', () => {
     };
     const acceptedIds = answers.filter((a) => a.status === 201).map((a) => a.id);
     // Settled: every accepted command arrived and neither replica's outbox holds anything more to send.
+    // When it does not settle, the error names what is missing and what each replica logged of it.
     await eventually(async () => {
-      const drained = await Promise.all(replicas.map(async ({ base }) => /^proto_gateway_outbox_depth 0$/m.test(await (await fetch(`${base}metrics`)).text())));
-      return acceptedIds.every((id) => received().has(id)) && drained.every(Boolean);
+      const depths = await Promise.all(replicas.map(async ({ base }) => /^proto_gateway_outbox_depth (\S+)$/m.exec(await (await fetch(`${base}metrics`)).text())?.[1]));
+      const missing = acceptedIds.filter((id) => !received().has(id));
+      if (missing.length === 0 && depths.every((depth) => depth === '0')) return true;
+      const logged = replicas.map(({ process }) => process.logs.filter((line) => missing.includes(line.command)).map((line) => line.msg));
+      throw new Error(`outbox depth ${depths.join(', ')}; ${missing.length} accepted not received: ${JSON.stringify(missing.slice(0, 5))}, logged ${JSON.stringify(logged)}`);
     }, 30_000, 100);
     expect(acceptedIds.filter((id) => received().get(id) !== 1)).toEqual([]);
     expect([...received().values()].filter((n) => n > 1)).toEqual([]);
