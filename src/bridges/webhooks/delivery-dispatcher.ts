@@ -20,7 +20,8 @@
  *
  * Wake-ups: an enqueue (`wake()`), the end of an attempt (but a success, whose write refilled its
  * slot), and one timer at the earliest due retry
- * (at most `MAX_IDLE_MS` away, for slots freed by other replicas). `close()` stops taking
+ * (at most `MAX_IDLE_MS` away, also when its last look found nothing: slots freed, retries
+ * rescheduled and claims left by other replicas, a dead one's included, come with no notice). `close()` stops taking
  * deliveries, aborts the attempts in flight and releases their claims without counting them
  * (at-least-once: a receiver may see such a message again).
  */
@@ -82,6 +83,8 @@ export interface DispatcherOptions {
   stillVisible?: StillVisible;
   /** Whether every caller sees an event (`DeliveryExhaustedV1`, read by every caller, names it only then); default always. */
   seenByEveryone?: (eventId: string) => Promise<boolean>;
+  /** Longest sleep between two looks at the queue, ms; default `MAX_IDLE_MS`. */
+  idleMs?: number;
   /** Clock, epoch ms; default `Date.now`. */
   now?: () => number;
 }
@@ -390,17 +393,18 @@ export class DeliveryDispatcher {
     await this.#o.events.disabled(id, reason, now, streak);
   }
 
-  /** After a pass: a timer at the earliest due work, at most `MAX_IDLE_MS` away. */
+  /** After a pass: a timer at the earliest due work, at most `idleMs` away (also when nothing is queued). */
   async #armTimer(): Promise<void> {
     if (this.#closed) return;
-    const next = await this.#o.queue.nextDueMs();
-    if (next === undefined) return;
+    // An empty queue is looked at again too: a dead replica's claims and retries come back with no notice.
+    const next = (await this.#o.queue.nextDueMs()) ?? Infinity;
     const delay = next - this.#now();
     // Due but not started: it waits for a slot, and the writes that refill freed slots claim it. A
     // retry falling due later is not `next`, and a success whose write refilled its slot wakes no
     // one: the pump looks again within `MAX_IDLE_MS`, so that retry never waits for a slow attempt.
-    if (delay <= 0 && this.#inFlight.size > 0) return this.#setTimer(MAX_IDLE_MS);
-    this.#setTimer(Math.min(Math.max(delay, 10), MAX_IDLE_MS));
+    const idleMs = this.#o.idleMs ?? MAX_IDLE_MS;
+    if (delay <= 0 && this.#inFlight.size > 0) return this.#setTimer(idleMs);
+    this.#setTimer(Math.min(Math.max(delay, 10), idleMs));
   }
 
   #setTimer(delayMs: number): void {

@@ -40,13 +40,13 @@ class CountingQueue extends MemoryDeliveryQueue {
 }
 
 /** A started dispatcher of `queue` over `subscriptions` (real delivery client on loopback), closed after the test. */
-async function startDispatcher(queue: MemoryDeliveryQueue, subscriptions: MemorySubscriptionStore, concurrency: number, timeoutMs: number): Promise<DeliveryDispatcher> {
+async function startDispatcher(queue: MemoryDeliveryQueue, subscriptions: MemorySubscriptionStore, concurrency: number, timeoutMs: number, idleMs?: number): Promise<DeliveryDispatcher> {
   const log = new MemoryEventLog();
   await log.open();
   const logger = pino({ level: 'silent' });
   const client = track(new DeliveryClient({ guard: new SsrfGuard({ allowHttp: true, allowPrivateNetworks: ['127.0.0.0/8'] }), timeoutMs }));
   const dispatcher = new DeliveryDispatcher({
-    queue, subscriptions, client, scheduleMs: [], concurrency, leaseMs: 60_000,
+    queue, subscriptions, client, scheduleMs: [], concurrency, leaseMs: 60_000, ...(idleMs !== undefined && { idleMs }),
     metrics: webhookMetrics(new Registry()), logger, events: new OperationalEvents(log, logger), disableAfter: { durationMs: 0, failures: 0 },
   });
   track({ close: () => dispatcher.close() });
@@ -60,7 +60,8 @@ describe('dispatcher wake-ups', () => {
     const store = new MemorySubscriptionStore();
     await store.create(subscription('s1', 'alice', { url: `http://127.0.0.1:${receiver.port}/hook` }));
     const queue = new CountingQueue();
-    const dispatcher = await startDispatcher(queue, store, 64, 5_000);
+    // No look of its own while the test runs: every claim counted is one a wake or an outcome asked for.
+    const dispatcher = await startDispatcher(queue, store, 64, 5_000, 60_000);
     const now = Date.now();
     await queue.enqueue(Array.from({ length: 40 }, (_, i) => newDelivery(`d-${i}`, 's1', now)), now);
     dispatcher.wake();
@@ -93,5 +94,21 @@ describe('dispatcher wake-ups', () => {
     await eventually(() => dispatcher.inFlight === 1, 2_000);
     expect(dispatcher.inFlight).toBe(1);
     expect(slow.requests).toHaveLength(1);
+  });
+
+  it('takes over the deliveries another replica claimed and died with after its own last look found the queue empty', async () => {
+    const receiver = await startReceiver(() => ({ status: 204 }));
+    const store = new MemorySubscriptionStore();
+    await store.create(subscription('s1', 'alice', { url: `http://127.0.0.1:${receiver.port}/hook` }));
+    // The queue stands for the shared store: the dispatcher looks at it first while it is empty.
+    const queue = new CountingQueue();
+    await startDispatcher(queue, store, 4, 5_000);
+    await eventually(() => queue.claims > 0);
+    // Another replica enqueues two deliveries, claims them for a short lease and dies: nothing wakes this one.
+    const now = Date.now();
+    await queue.enqueue(['d-1', 'd-2'].map((id) => newDelivery(id, 's1', now)), now);
+    expect(await queue.claim(now, 10, 200)).toHaveLength(2);
+    await eventually(async () => (await queue.counts()).succeeded === 2, 8_000);
+    expect(receiver.requests).toHaveLength(2);
   });
 });
