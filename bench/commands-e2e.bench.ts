@@ -50,7 +50,7 @@ const BODY = JSON.stringify({
   dataschema: 'authorize-payment/1.0', time: '2030-01-01T00:00:00Z', data: { orderId: 'ord-1', amount: 25 },
 });
 
-const load = (url: string): Load => runLoad(TOOL, url, BODY, CLIENTS, SECONDS);
+const load = (url: string): Promise<Load> => runLoad(TOOL, url, BODY, CLIENTS, SECONDS);
 
 async function sinkStats(sink: string): Promise<{ count: number; firstMs: number; lastMs: number }> {
   return (await fetch(`${sink}/__stats`)).json() as Promise<{ count: number; firstMs: number; lastMs: number }>;
@@ -182,7 +182,7 @@ async function main(): Promise<void> {
     console.log(`node ${process.version}, ${CLIENTS} connections, ${SECONDS} s per phase, ${ROUNDS} round(s) of bare proxy / memory / sqlite, each process on its own (load: ${TOOL})\n`);
     console.log('phase                               req/s     p50 ms   p99 ms   CPU/request');
     const line = (label: string, r: Load, cpu?: number) => console.log(`  ${label.padEnd(32)} ${fmt(r.perSecond).padStart(7)}  ${r.p50.toFixed(1).padStart(7)}  ${r.p99.toFixed(1).padStart(7)}   ${cpu === undefined ? '' : cpuText(cpu).padStart(8)}${r.errors ? `   (${r.errors} errors)` : ''}`);
-    const direct = load(`${sink}/commands`);
+    const direct = await load(`${sink}/commands`);
     line('backend, direct', direct);
     phases.direct = direct;
     const nginx = await startNginx(dir, sink);
@@ -198,7 +198,7 @@ async function main(): Promise<void> {
       phases.nginx = 'skipped: nginx is not installed';
     }
     // Warm-up (not measured): the first seconds of a fresh process are the JIT's, not the steady state.
-    for (const url of [proxy.url, gateways.memory.url, gateways.sqlite.url]) runLoad(TOOL, `${url}/commands`, BODY, CLIENTS, WARMUP_SECONDS);
+    for (const url of [proxy.url, gateways.memory.url, gateways.sqlite.url]) await runLoad(TOOL, `${url}/commands`, BODY, CLIENTS, WARMUP_SECONDS);
     // Rounds: the machine's load drifts between phases, so each gateway phase is judged against the
     // bare proxy measured just before it, and the median round is reported.
     const rounds: Record<'memory' | 'sqlite', Round[]> = { memory: [], sqlite: [] };
@@ -214,7 +214,7 @@ async function main(): Promise<void> {
         await fetch(`${sink}/__reset`, { method: 'POST' });
         const startedMs = Date.now();
         const run = await withOthers(sinkProcess.child.pid, () => withThreadCpu(gateways[driver].child.pid, () => withCpu(() => cpuMicros(gateways[driver].child.pid), async () => {
-          const accepted = load(`${gateways[driver].url}/commands`);
+          const accepted = await load(`${gateways[driver].url}/commands`);
           return { accepted, reached: await delivered(sink, accepted.ok, startedMs) };
         })), (phase) => phase.result.result.reached.count);
         const split = run.result;

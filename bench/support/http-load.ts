@@ -6,9 +6,14 @@
  * gateway, and its ids land all over the idempotency index as real clients' do (sequential ids would
  * append to it: a `FULL` commit of 20 accepts + 20 completions costs 338 µs of CPU with them and 791
  * with random ones; autocannon's `-I` makes random UUIDs too).
+ *
+ * The tool runs asynchronously: the benchmark's event loop keeps draining the stdout of the
+ * processes it measures while the load runs, as a user's log collector does. (Run synchronously,
+ * it left the gateway's access log stalled in a full pipe for the whole phase: its lines piled up
+ * in memory and were written after the phase, in large writes the measurement then mostly missed.)
  */
 import { randomInt } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,18 +43,31 @@ export function loadTool(): LoadTool {
 }
 
 /** POSTs `body` (JSON, `[<id>]` made unique per request) to `url` from `clients` connections for `seconds`. */
-export function load(tool: LoadTool, url: string, body: string, clients: number, seconds: number): Load {
+export function load(tool: LoadTool, url: string, body: string, clients: number, seconds: number): Promise<Load> {
   return tool === 'wrk' ? wrkLoad(url, body, clients, seconds) : autocannonLoad(url, body, clients, seconds);
 }
 
-function autocannonLoad(url: string, body: string, clients: number, seconds: number): Load {
-  const result = spawnSync(join(root, 'node_modules/.bin/autocannon'), ['-c', String(clients), '-d', String(seconds), '-m', 'POST', '-H', 'content-type=application/json', '-b', body, '-I', '-j', url], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+/** Runs `command` to its end without blocking the event loop; resolves with its stdout and stderr. */
+function run(command: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('close', () => resolve({ stdout, stderr }));
+  });
+}
+
+async function autocannonLoad(url: string, body: string, clients: number, seconds: number): Promise<Load> {
+  const result = await run(join(root, 'node_modules/.bin/autocannon'), ['-c', String(clients), '-d', String(seconds), '-m', 'POST', '-H', 'content-type=application/json', '-b', body, '-I', '-j', url]);
   const report = JSON.parse(result.stdout) as { requests: { average: number }; latency: { p50: number; p99: number }; '2xx': number; non2xx: number; errors: number };
   return { perSecond: report.requests.average, p50: report.latency.p50, p99: report.latency.p99, ok: report['2xx'], errors: report.non2xx + report.errors };
 }
 
 /** wrk with one thread; a Lua script makes each body's id unique and prints the summary as JSON. */
-function wrkLoad(url: string, body: string, clients: number, seconds: number): Load {
+async function wrkLoad(url: string, body: string, clients: number, seconds: number): Promise<Load> {
   const dir = mkdtempSync(join(tmpdir(), 'pgw-wrk-'));
   try {
     const script = join(dir, 'post.lua');
@@ -70,7 +88,7 @@ done = function(summary, latency, requests)
     e.connect + e.read + e.write + e.timeout, e.status))
 end
 `);
-    const result = spawnSync('wrk', ['-t1', `-c${clients}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, url], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+    const result = await run('wrk', ['-t1', `-c${clients}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, url]);
     const line = result.stdout.split('\n').find((text) => text.startsWith('{"requests"'));
     if (!line) throw new Error(`wrk gave no summary: ${result.stdout}${result.stderr}`);
     const report = JSON.parse(line) as { requests: number; durationUs: number; p50Us: number; p99Us: number; transport: number; status: number };
