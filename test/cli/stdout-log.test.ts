@@ -15,12 +15,26 @@ function run(script: string): Array<Record<string, unknown>> {
   return result.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
 }
 
-describe('the serve log destination (stdout, one write per turn)', () => {
-  it('writes every line, in order, when the turn ends', () => {
+describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
+  it('writes every line, in order', () => {
     const lines = run(`const log = pino({ base: null }, stdoutLog());
       for (let i = 0; i < 500; i++) log.info({ i }, 'line');
       setImmediate(() => log.info({ i: 500 }, 'next turn'));`);
     expect(lines.map((line) => line.i)).toEqual(Array.from({ length: 501 }, (_, i) => i));
+  });
+
+  it('writes the lines of many turns in one write once the flush delay is past', () => {
+    // Counts the writes to stdout (pino's destination calls fs.write), logs a line in each of five
+    // turns, and looks once the delay (500 ms here, so a slow machine's turns stay inside it) is past.
+    const lines = run(`import fs from 'node:fs';
+      const write = fs.write; let writes = 0;
+      fs.write = (...args) => { if (args[0] === 1) writes++; return write(...args); };
+      const log = pino({ base: null }, stdoutLog(500));
+      let turn = 0;
+      const next = () => { log.info({ turn }, 'line'); if (++turn < 5) setImmediate(next); };
+      next();
+      setTimeout(() => { const counted = writes; log.info({ writes: counted }, 'counted'); }, 1_000);`);
+    expect(lines.map((line) => line.turn ?? line.writes)).toEqual([0, 1, 2, 3, 4, 1]);
   });
 
   it('writes the lines still pending when the process exits', () => {
