@@ -1,11 +1,12 @@
 /**
  * The destination of `proto-gateway serve`'s JSON log lines: stdout, written in chunks of
  * `CHUNK_CHARS`, or `FLUSH_MS` after the first line waiting, whichever comes first. Under load that
- * is one write for the access lines of many requests, across many turns of the event loop (issue 29:
- * a write per turn cost the gateway about 15 µs of CPU per command, in the event loop and the
- * thread pool; pino's default destination hands every line to the thread pool on its own). Writes
- * stay asynchronous, as pino's default: a stdout that is not read (a stalled pipe) never blocks the
- * event loop. Lines waiting when the process exits are written first (synchronously).
+ * is one write for the access lines of many requests, across many turns of the event loop (issue 29,
+ * `bench/log-destination.bench.ts`: about 2 µs of CPU per line written, where a write per turn cost
+ * 8–9 µs in the event loop and the thread pool, and pino's default destination, which hands the
+ * thread pool a write per line or per busy write, about 10). Writes stay asynchronous, as pino's
+ * default: a stdout that is not read (a stalled pipe) never blocks the event loop. Lines waiting
+ * when the process exits are written first (synchronously).
  */
 import pino from 'pino';
 

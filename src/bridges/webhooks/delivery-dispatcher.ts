@@ -19,11 +19,11 @@
  * healthy subscription costs no store write: only a success after a known streak ends it.
  *
  * Wake-ups: an enqueue (`wake()`), the end of an attempt (but a success, whose write refilled its
- * slot), and one timer at the earliest due retry
- * (at most `MAX_IDLE_MS` away, also when its last look found nothing: slots freed, retries
- * rescheduled and claims left by other replicas, a dead one's included, come with no notice). `close()` stops taking
- * deliveries, aborts the attempts in flight and releases their claims without counting them
- * (at-least-once: a receiver may see such a message again).
+ * slot), and one timer at the earliest due retry, at most `idleMs` (default `MAX_IDLE_MS`) away,
+ * also when its last look found nothing: slots freed, retries rescheduled and claims left by other
+ * replicas, a dead one's included, come with no notice. `close()` stops taking deliveries, aborts
+ * the attempts in flight and releases their claims without counting them (at-least-once: a
+ * receiver may see such a message again).
  */
 import type { Logger } from 'pino';
 import type { WebhookMetrics } from '../../metrics/webhooks.ts';
