@@ -37,6 +37,29 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
     expect(lines.map((line) => line.turn ?? line.writes)).toEqual([0, 1, 2, 3, 4, 1]);
   });
 
+  it('writes a line that came while a write was held up by a full pipe, once the pipe is read again, not at exit', async () => {
+    // 200 KB of lines fill the pipe this test does not read for 500 ms; the last line comes meanwhile.
+    // The process lives 3 s more: the last line must arrive before it says so on stderr.
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+      const log = pino({ base: null }, stdoutLog());
+      for (let i = 0; i < 1_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
+      setTimeout(() => log.info('last'), 100);
+      setTimeout(() => process.stderr.write('leaving'), 3_000);`], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let lastBeforeLeaving: boolean | undefined;
+    child.stderr.on('data', () => (lastBeforeLeaving ??= stdout.includes('"msg":"last"')));
+    child.stdout.pause();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      child.stdout.resume();
+      await new Promise((resolve) => child.once('exit', resolve));
+      expect(lastBeforeLeaving).toBe(true);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 15_000);
+
   it('writes the lines still pending when the process exits', () => {
     const lines = run(`const log = pino({ base: null }, stdoutLog());
       log.info('before exit'); log.error('last words');
