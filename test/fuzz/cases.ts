@@ -61,8 +61,10 @@ const deep = fc.integer({ min: 20, max: 2000 }).map((n) => '['.repeat(n) + ']'.r
 
 const validEnvelope = fc.record({
   specversion: fc.constantFrom('1.0', '1.0', '0.3', 1 as unknown as string),
-  id: fc.oneof(fc.uuid(), hostileText),
-  source: fc.constantFrom('urn:fuzz', 'https://x.example/', ''),
+  // Lone surrogates are valid JSON and not Unicode (a URL cannot carry them; a JSON body can).
+  id: fc.oneof(fc.uuid(), hostileText, fc.constantFrom('\ud800', 'a\udfffb')),
+  source: fc.constantFrom('urn:fuzz', 'https://x.example/', '', 'urn:\ud800'),
+  correlationid: fc.oneof(fc.uuid(), fc.constantFrom('\udc00', 42 as unknown as string)),
   type: fc.constantFrom('PlaceOrder', 'CancelOrder', 'AuthorizePayment', 'Nope', ''),
   datacontenttype: fc.constantFrom('application/json', 'text/plain', undefined as unknown as string),
   dataschema: fc.constantFrom('place-order/1.0', 'cancel-order/1.0', 'authorize-payment/1.0', 'x/9', ''),
