@@ -25,6 +25,7 @@ import type { Cors } from './cors.ts';
 import { sendError, sendReply } from './respond.ts';
 import type { Principal, RequestContext, Route } from './route.ts';
 import type { Router } from './router.ts';
+import { requestTarget } from './target.ts';
 import { requestIdOf, traceparentOf } from './trace.ts';
 import { httpServerSpan, type HttpServerSpan } from './server-span.ts';
 
@@ -138,7 +139,7 @@ async function handle(options: HttpServerOptions, state: ServerState, req: Incom
   const requestId = requestIdOf(req);
   const log = options.logger.child({ reqId: requestId });
   // An absolute-form target such as `http://[::1` does not parse: that is bad input, not a crash.
-  const url = URL.parse(req.url ?? '/', 'http://gateway.invalid');
+  const url = requestTarget(req.url ?? '/');
   const method = req.method ?? 'GET';
   let routeLabel = 'unmatched';
   let route: Route | undefined;
