@@ -72,6 +72,23 @@ describe('sendCommand', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it('rejects with BACKEND_TIMEOUT at the deadline when the answer drips and never ends, and drops the connection', async () => {
+    let closed = false;
+    const url = await backend((res) => {
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.write('[');
+      const drip = setInterval(() => res.write('0,'), 20);
+      res.on('close', () => {
+        clearInterval(drip);
+        closed = true;
+      });
+    });
+    const started = Date.now();
+    await expect(sendCommand({ url, method: 'POST', headers: {}, body: {} }, new AbortController().signal, 200)).rejects.toMatchObject({ code: 'BACKEND_TIMEOUT' });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await vi.waitFor(() => expect(closed).toBe(true));
+  });
+
   it('refuses at its deadline a request still waiting for a connection, and never sends it once one is free', async () => {
     const seen: string[] = [];
     const held: ServerResponse[] = [];
