@@ -46,10 +46,10 @@ export function sendCommand(req: CommandRequest, signal: AbortSignal, timeoutMs:
  * answer's chunks are gathered here. `request()` made a promise wrapper, a response stream and an
  * abort listener per command, and its caller an `AbortController`: 57 µs of CPU per exchange
  * against 46 µs this way, measured in one process against the commands-e2e backend (issue 29).
- * Settles once, with the first of:
- * the answer; the deadline (`BACKEND_TIMEOUT`, even while the request still waits for a connection:
- * it is then aborted when it gets one, never sent); the caller's signal (its reason); a transport
- * failure (`BACKEND_UNAVAILABLE`).
+ * Settles once, with the first of: the answer; the deadline (`BACKEND_TIMEOUT`, even while the
+ * request still waits for a connection: it is then aborted when it gets one, never sent); the
+ * caller's signal (its reason); a transport failure (`BACKEND_UNAVAILABLE`). Settled before the
+ * answer ended, it aborts the request, and the connection goes with it.
  */
 class Exchange implements Dispatcher.DispatchHandler {
   readonly #resolve: (exchange: CommandExchange) => void;
@@ -132,7 +132,6 @@ class Exchange implements Dispatcher.DispatchHandler {
     abortsOf(this.#signal!).delete(this);
     if (answer) return this.#resolve(answer);
     this.#reject(err);
-    // Ended by the deadline or the signal while the request is out: the connection goes with it.
     this.#controller?.abort(err instanceof Error ? err : new Error('the command exchange ended'));
   }
 }
