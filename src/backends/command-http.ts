@@ -38,7 +38,7 @@ export interface CommandExchange {
 /** Sends the request; resolves with any HTTP answer, rejects on transport failure or abort. */
 export function sendCommand(req: CommandRequest, signal: AbortSignal, timeoutMs: number): Promise<CommandExchange> {
   if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => new Exchange(resolve, reject).start(req, signal, timeoutMs));
+  return new Promise((resolve, reject) => new Exchange(signal, resolve, reject).start(req, timeoutMs));
 }
 
 /**
@@ -56,22 +56,23 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #reject: (err: unknown) => void;
   #controller: Dispatcher.DispatchController | undefined;
   #deadline: NodeJS.Timeout | undefined;
-  #signal: AbortSignal | undefined;
+  readonly #signal: AbortSignal;
   #settled = false;
   #status = 0;
   #retryAfter: string | string[] | undefined;
   #chunks: Buffer[] = [];
+  /** Bytes of the answer received (kept or not). */
   #size = 0;
 
-  constructor(resolve: (exchange: CommandExchange) => void, reject: (err: unknown) => void) {
+  constructor(signal: AbortSignal, resolve: (exchange: CommandExchange) => void, reject: (err: unknown) => void) {
+    this.#signal = signal;
     this.#resolve = resolve;
     this.#reject = reject;
   }
 
-  start(req: CommandRequest, signal: AbortSignal, timeoutMs: number): void {
-    this.#signal = signal;
+  start(req: CommandRequest, timeoutMs: number): void {
     this.#deadline = setTimeout(() => this.#settle(undefined, new ProtoError('BACKEND_TIMEOUT', `no answer within ${timeoutMs} ms`)), timeoutMs).unref();
-    abortsOf(signal).add(this);
+    abortsOf(this.#signal).add(this);
     try {
       const url = new URL(req.url);
       (req.dispatcher ?? getGlobalDispatcher()).dispatch({
@@ -106,13 +107,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#size += chunk.length;
     if (this.#size <= MAX_ANSWER_BYTES) return void this.#chunks.push(chunk);
-    // The rest is not read: the answer is what came within the bound.
+    // The answer is its first MAX_ANSWER_BYTES (this chunk's part within them included); the rest is not read.
+    this.#chunks.push(chunk.subarray(0, chunk.length - (this.#size - MAX_ANSWER_BYTES)));
     this.onResponseEnd();
     controller.abort(new Error('the answer is larger than the gateway reads'));
   }
 
   onResponseEnd(): void {
-    const answer: CommandExchange = { status: this.#status, body: parseBody(Buffer.concat(this.#chunks, Math.min(this.#size, MAX_ANSWER_BYTES)).toString('utf8')) };
+    const answer: CommandExchange = { status: this.#status, body: parseBody(Buffer.concat(this.#chunks).toString('utf8')) };
     const retryAfterMs = parseRetryAfter(Array.isArray(this.#retryAfter) ? this.#retryAfter[0] : this.#retryAfter);
     if (retryAfterMs !== undefined) answer.retryAfterMs = retryAfterMs;
     this.#settle(answer);
@@ -129,7 +131,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     clearTimeout(this.#deadline);
-    abortsOf(this.#signal!).delete(this);
+    abortsOf(this.#signal).delete(this);
     if (answer) return this.#resolve(answer);
     this.#reject(err);
     this.#controller?.abort(err instanceof Error ? err : new Error('the command exchange ended'));

@@ -1,12 +1,15 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { Pool } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ProtoError } from '../../src/errors.ts';
 import { MAX_ANSWER_BYTES, sendCommand } from '../../src/backends/command-http.ts';
 
 const servers: Server[] = [];
+const netServers: NetServer[] = [];
 
 afterEach(async () => {
+  for (const server of netServers.splice(0)) await new Promise((resolve) => server.close(resolve));
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
@@ -43,9 +46,26 @@ describe('sendCommand', () => {
     });
     const exchange = await post(url);
     expect(exchange.status).toBe(201);
-    expect(typeof exchange.body).toBe('string');
-    expect((exchange.body as string).length).toBeLessThanOrEqual(MAX_ANSWER_BYTES);
-    expect((exchange.body as string).length).toBeGreaterThan(0);
+    // Exactly the answer's first MAX_ANSWER_BYTES, nothing made up after them.
+    expect(exchange.body).toBe(`"${'x'.repeat(MAX_ANSWER_BYTES - 1)}`);
+  });
+
+  it('takes the final status after an informational answer (103 Early Hints)', async () => {
+    const url = await backend((res) => {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload' });
+      res.writeHead(201, { 'content-type': 'application/json' }).end('{"id":"c-1"}');
+    });
+    expect(await post(url)).toEqual({ status: 201, body: { id: 'c-1' } });
+  });
+
+  it('rejects with BACKEND_UNAVAILABLE, without crashing, when the backend answers with bytes that are not HTTP', async () => {
+    const server = createNetServer((socket) => socket.once('data', () => socket.end('SSH-2.0-OpenSSH\r\n\r\n\u0000\u0001garbage')));
+    netServers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/commands`;
+    const err = (await post(url).catch((e: unknown) => e)) as ProtoError;
+    expect(err).toMatchObject({ code: 'BACKEND_UNAVAILABLE' });
+    expect(err.message).toMatch(/^the backend is unreachable \((?:[A-Z0-9_]+|connection failed)\)$/);
   });
 
   it('rejects with BACKEND_UNAVAILABLE when the backend hangs up in the middle of its answer', async () => {
