@@ -6,6 +6,7 @@
  * (it may hold `api_key`). Tracing off: the API's no-op span, and nothing else is computed.
  */
 import type { IncomingMessage } from 'node:http';
+import { requestTarget } from './target.ts';
 import { annotate, extractContext, isTraced, SpanKind, SpanStatusCode, startSpan, traceparentOf, withSpan } from '../telemetry/tracing.ts';
 
 /** One request's span. */
@@ -37,7 +38,7 @@ export function httpServerSpan(req: IncomingMessage): HttpServerSpan {
         annotate(span, () => ({
           'http.response.status_code': status,
           ...(route !== 'unmatched' && { 'http.route': route }),
-          ...(owned && { 'url.path': URL.parse(req.url ?? '/', 'http://gateway.invalid')?.pathname ?? '/' }),
+          ...(owned && { 'url.path': requestTarget(req.url ?? '/')?.pathname ?? '/' }),
           ...(status >= 500 && { 'error.type': String(status) }),
         }));
         if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });

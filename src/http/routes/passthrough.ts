@@ -17,6 +17,7 @@ import { ProtoError } from '../../errors.ts';
 import { joinUrl } from '../../manifest/rewrite.ts';
 import { sendError } from '../respond.ts';
 import type { Route, RequestContext } from '../route.ts';
+import { requestTarget } from '../target.ts';
 
 /** RFC 9110 §7.6.1 connection-specific headers, never forwarded. */
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
@@ -255,7 +256,7 @@ function limitBody(maxBytes: number, onRead: (size: number) => void, onExceeded:
  * (`..%2f..%2fsecret` must not climb out of the endpoint).
  */
 function targetUrl(endpoint: string, ctx: RequestContext, credentialQueryParam: string | undefined): string {
-  const path = URL.parse(ctx.req.url ?? '/', 'http://gateway.invalid')?.pathname ?? '/';
+  const path = requestTarget(ctx.req.url ?? '/')?.pathname ?? '/';
   const rest = path.split('/').slice(3).join('/');
   if (/%(2f|5c)/i.test(rest)) throw new ProtoError('INVALID_PARAMETER', 'the path contains an encoded "/" or "\\"', { parameter: 'path' });
   const query = new URLSearchParams(ctx.query);
