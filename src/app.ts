@@ -373,7 +373,8 @@ function notReady(state: { ready: boolean; stopping: boolean }): string[] {
   return state.ready ? [] : ['starting'];
 }
 
-function defaultRegistry(): Registry {
+/** A new registry with the default process metrics (what `startGateway` uses when given none). */
+export function defaultRegistry(): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return registry;

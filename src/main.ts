@@ -13,13 +13,14 @@
  */
 import { existsSync } from 'node:fs';
 import pino from 'pino';
-import { startGateway } from './app.ts';
+import { defaultRegistry, startGateway } from './app.ts';
 import { BackendDirectory } from './backends/directory.ts';
 import { ConfigError, formatProblems, loadConfig } from './gateway-config.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { PublicManifest } from './manifest/public-manifest.ts';
 import { gatewayCapabilitySpecs, gatewayTransports } from './manifest/gateway-capabilities.ts';
 import { stdoutLog } from './stdout-log.ts';
+import { stdoutMetrics } from './metrics/stdout.ts';
 import { startTracing } from './telemetry/otlp-tracing.ts';
 import { GATEWAY_VERSION } from './version.ts';
 
@@ -94,12 +95,16 @@ async function manifest(file: string): Promise<number> {
 async function serve(file: string): Promise<number | undefined> {
   const config = await load(file);
   if (typeof config === 'number') return config;
-  const logger = pino({ level: config.server.logLevel, base: { service: 'proto-gateway' } }, stdoutLog());
+  // A stdout nobody reads costs bounded memory: lines beyond the limit are dropped, counted, and told once it is read again.
+  const destination = stdoutLog({ onDropped: (lines) => logger.warn({ droppedLines: lines }, 'stdout was not read: log lines were dropped') });
+  const logger = pino({ level: config.server.logLevel, base: { service: 'proto-gateway' } }, destination);
+  const registry = defaultRegistry();
+  stdoutMetrics(registry, destination);
   // Before the gateway starts, so every component's spans go to the registered provider.
   const tracing = startTracing({ traces: config.telemetry?.traces, env: process.env });
   if (tracing.enabled) logger.info({ endpoint: tracing.endpoint }, 'tracing: exporting spans over OTLP/HTTP');
   // Handlers first: a signal that arrives while the gateway starts still shuts it down cleanly.
-  const started = startGateway(config, { logger });
+  const started = startGateway(config, { logger, registry });
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);

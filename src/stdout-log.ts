@@ -6,8 +6,15 @@
  * 8–9 µs in the event loop and the thread pool, and pino's default destination, which hands the
  * thread pool a write per line or per busy write, about 10). Writes stay asynchronous, as pino's
  * default (which also gathers what comes while a write is in flight): a stdout that is not read (a
- * stalled pipe) never blocks the event loop. Lines waiting when the process exits are written
- * first, synchronously, after what the destination holds.
+ * stalled pipe) never blocks the event loop.
+ *
+ * A stdout that is not read costs bounded memory: the destination holds at most `MAX_HELD_BYTES` of
+ * lines; the lines beyond are dropped, counted (`droppedLines`), and reported once stdout takes
+ * writes again (`onDropped`: `serve` logs a warning and counts them in
+ * `proto_gateway_log_lines_dropped_total`). Lines waiting when the process exits are written first,
+ * synchronously, after what the destination holds; a stdout that takes nothing is given
+ * `EXIT_WRITE_MS`, then the exit goes on without those lines (before, a full pipe kept the process
+ * from ever exiting).
  */
 import { writeSync } from 'node:fs';
 import pino from 'pino';
@@ -18,12 +25,68 @@ export const FLUSH_MS = 10;
 /** Characters of lines waiting that are handed over at once, without waiting for `FLUSH_MS`. */
 export const CHUNK_CHARS = 8 * 1024;
 
-/** A pino destination (anything with `write(line)`) on stdout; a line waits at most `flushMs`. */
-export function stdoutLog(flushMs = FLUSH_MS): { write(line: string): void } {
-  const stdout = pino.destination({ dest: 1, sync: false });
+/** Bytes of lines held while stdout does not take them (a pipe nobody reads); the lines beyond are dropped. */
+export const MAX_HELD_BYTES = 16 * 1024 * 1024;
+
+/** How long the exit keeps trying a stdout that takes nothing, in ms. */
+export const EXIT_WRITE_MS = 1_000;
+
+/** Options of `stdoutLog`. */
+export interface StdoutLogOptions {
+  /** How long a line waits for the lines after it, in ms; default `FLUSH_MS`. */
+  flushMs?: number;
+  /** Bytes held while stdout takes nothing; default `MAX_HELD_BYTES`. */
+  maxHeldBytes?: number;
+  /** Told, once stdout takes writes again, how many lines were dropped since the last report. */
+  onDropped?: (lines: number) => void;
+}
+
+/** A pino destination (anything with `write(line)`) on stdout, with the count of lines it dropped. */
+export interface StdoutLog {
+  write(line: string): void;
+  /** Lines dropped since the process started (stdout did not take them and `maxHeldBytes` were held). */
+  droppedLines(): number;
+}
+
+export function stdoutLog(options: StdoutLogOptions = {}): StdoutLog {
+  const flushMs = options.flushMs ?? FLUSH_MS;
+  // Node sets fd 1 up for `process.stdout`: a pipe or a socket becomes non-blocking, so a full one
+  // refuses a write (EAGAIN, tried again every 100 ms) instead of holding a thread of the pool, or
+  // the exit, until somebody reads. A file or a terminal stays as it is.
+  void process.stdout.writable;
+  // Retries a full stdout as long as the process runs, and for EXIT_WRITE_MS once it exits.
+  let retryUntilMs = Infinity;
+  // Registered before the destination, so before pino's own exit handler, which would flush it
+  // again and throw out of the exit when stdout is still full.
+  process.once('exit', () => {
+    retryUntilMs = Date.now() + EXIT_WRITE_MS;
+    const text = Buffer.from(take());
+    try {
+      stdout.flushSync();
+      writeBefore(text, retryUntilMs);
+    } catch {
+      // stdout refuses (closed, or still full at the deadline): what it did not take is lost, the exit goes on.
+    }
+    stdout.destroy();
+  });
+  const stdout = pino.destination({ dest: 1, sync: false, maxLength: options.maxHeldBytes ?? MAX_HELD_BYTES, retryEAGAIN: () => Date.now() < retryUntilMs });
   let pending: string[] = [];
   let chars = 0;
   let timer: NodeJS.Timeout | undefined;
+  let dropped = 0;
+  let unreported = 0;
+  stdout.on('drop', (text: string) => {
+    const lines = countLines(text);
+    dropped += lines;
+    unreported += lines;
+  });
+  // A write that went through: stdout is read again, and what was dropped meanwhile can be told.
+  stdout.on('write', () => {
+    if (unreported === 0) return;
+    const lines = unreported;
+    unreported = 0;
+    options.onDropped?.(lines);
+  });
   const take = (): string => {
     clearTimeout(timer);
     timer = undefined;
@@ -35,15 +98,6 @@ export function stdoutLog(flushMs = FLUSH_MS): { write(line: string): void } {
   const flush = (): void => {
     if (pending.length > 0) stdout.write(take());
   };
-  process.once('exit', () => {
-    const text = Buffer.from(take());
-    stdout.flushSync();
-    try {
-      for (let written = 0; written < text.length; ) written += writeSync(1, text, written);
-    } catch {
-      // stdout refuses (closed, or full and non-blocking): what it did not take is lost, the exit goes on.
-    }
-  });
   return {
     write(line) {
       pending.push(line);
@@ -52,5 +106,26 @@ export function stdoutLog(flushMs = FLUSH_MS): { write(line: string): void } {
       // Unref'd: waiting lines never keep the process alive (the exit handler writes them).
       else timer ??= setTimeout(flush, flushMs).unref();
     },
+    droppedLines: () => dropped,
   };
+}
+
+/** Writes `bytes` to stdout synchronously, a full stdout tried again every 10 ms until `deadlineMs`; throws when it refuses. */
+function writeBefore(bytes: Buffer, deadlineMs: number): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let written = 0; written < bytes.length; ) {
+    try {
+      written += writeSync(1, bytes, written);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() >= deadlineMs) throw err;
+      Atomics.wait(pause, 0, 0, 10);
+    }
+  }
+}
+
+/** The lines of a chunk of JSON lines (each ends with a newline). */
+function countLines(text: string): number {
+  let lines = 0;
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++;
+  return lines;
 }

@@ -112,4 +112,35 @@ backends:
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('EADDRINUSE');
   });
+
+  it('serve keeps answering while nobody reads its stdout, counts what it drops, and still exits 0 on SIGTERM', async () => {
+    // Its stdout is read up to the `listening` line, then never again: the access lines of a few
+    // thousand requests fill the pipe, and the shutdown's own lines find it full.
+    const child = spawn(launcher, ['serve', '--config', configFile('server: { port: 0 }\nstorage: { driver: memory }\n')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track({ close: async () => void child.kill('SIGKILL') });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const url = await new Promise<string>((resolve) => {
+      let text = '';
+      const onData = (chunk: Buffer): void => {
+        text += chunk.toString('utf8');
+        const listening = text.split('\n').find((line) => line.includes('"msg":"listening"'));
+        if (!listening) return;
+        child.stdout.off('data', onData);
+        child.stdout.pause();
+        resolve((JSON.parse(listening) as { url: string }).url);
+      };
+      child.stdout.on('data', onData);
+    });
+    let answered = 0;
+    for (let round = 0; round < 100; round++) {
+      const statuses = await Promise.all(Array.from({ length: 32 }, () => fetch(`${url}healthz`).then((res) => res.status)));
+      answered += statuses.filter((status) => status === 200).length;
+    }
+    expect(answered).toBe(3_200);
+    const metrics = await (await fetch(`${url}metrics`)).text();
+    expect(metrics).toMatch(/^proto_gateway_stdout_lines_dropped_total 0$/m);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 30_000);
 });
+

@@ -29,7 +29,7 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
     const lines = run(`import fs from 'node:fs';
       const write = fs.write; let writes = 0;
       fs.write = (...args) => { if (args[0] === 1) writes++; return write(...args); };
-      const log = pino({ base: null }, stdoutLog(500));
+      const log = pino({ base: null }, stdoutLog({ flushMs: 500 }));
       let turn = 0;
       const next = () => { log.info({ turn }, 'line'); if (++turn < 5) setImmediate(next); };
       next();
@@ -81,4 +81,48 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
       child.kill('SIGKILL');
     }
   });
+
+  it('holds at most maxHeldBytes while stdout is not read, and tells how many lines it dropped once stdout is read again', async () => {
+    // 4 MB of lines (20,000) into a pipe this test reads only after 500 ms, with 256 KiB held at most.
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+      const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 256 * 1024, onDropped: (lines) => log.warn({ droppedLines: lines }, 'dropped') }));
+      for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
+      setTimeout(() => process.stderr.write('leaving'), 2_000);`], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.pause();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      child.stdout.resume();
+      const code = await new Promise((resolve) => child.once('exit', resolve));
+      expect(code).toBe(0);
+      const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; droppedLines?: number });
+      const written = lines.filter((line) => line.msg === 'line').length;
+      const told = lines.filter((line) => line.msg === 'dropped').reduce((sum, line) => sum + line.droppedLines!, 0);
+      // What it held and the pipe's own buffer came through; every other line is counted as dropped.
+      expect(written).toBeGreaterThan(0);
+      expect(written * 200).toBeLessThan(1024 * 1024);
+      expect(written + told).toBe(20_000);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 15_000);
+
+  it('exits when stdout takes nothing at exit (a full pipe nobody reads), after EXIT_WRITE_MS', async () => {
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+      const log = pino({ base: null }, stdoutLog());
+      for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
+      setTimeout(() => { log.info('last words'); process.exit(3); }, 300);`], { cwd, stdio: ['ignore', 'pipe', 'ignore'] });
+    child.stdout.pause();
+    try {
+      const exited = await Promise.race([
+        new Promise((resolve) => child.once('exit', (code) => resolve(code))),
+        new Promise((resolve) => setTimeout(() => resolve('still running after 10 s'), 10_000)),
+      ]);
+      expect(exited).toBe(3);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 15_000);
 });
+
