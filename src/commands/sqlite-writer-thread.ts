@@ -13,7 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import { SqliteHandle } from '../storage/sqlite.ts';
 import { prepareStatements, RELAXED_WRITES, SCHEMA, SINGLE_STATEMENT_WRITES, WRITES, type WriteName } from './sqlite-command-sql.ts';
-import type { ErrorData, WriteAnswer, WriteBatch, WriterData, WriterMessage } from './sqlite-writer.ts';
+import { MAX_MERGED_WRITES, type ErrorData, type WriteAnswer, type WriteBatch, type WriterData, type WriterMessage } from './sqlite-writer.ts';
 
 const { path, busyTimeoutMs } = workerData as WriterData;
 const port = parentPort!;
@@ -27,8 +27,6 @@ function prepare(db: DatabaseSync) {
   };
 }
 
-/** Most writes merged into one transaction (a batch is never split). */
-const MAX_MERGED_WRITES = 1024;
 
 const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
 let synchronous: 'FULL' | 'NORMAL' = 'FULL';

@@ -24,6 +24,9 @@ import { Worker } from 'node:worker_threads';
 import { ProtoError } from '../errors.ts';
 import type { WriteName, Writes } from './sqlite-command-sql.ts';
 
+/** Most writes the thread merges into one transaction (a batch is never split: one larger goes alone). */
+export const MAX_MERGED_WRITES = 1024;
+
 /** What the thread is started with. */
 export interface WriterData {
   path: string;

@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { entryValues, recordValues } from '../../src/commands/sqlite-command-sql.ts';
 import { SqliteCommandStore } from '../../src/commands/sqlite-store.ts';
-import { SqliteWriter } from '../../src/commands/sqlite-writer.ts';
+import { MAX_MERGED_WRITES, SqliteWriter } from '../../src/commands/sqlite-writer.ts';
 import { closeAll, eventually, gatewayYaml, getJson, startTestGateway, tempDir } from '../support/gateway.ts';
 import { outboxEntry, record } from './store-contract.ts';
 import { FAST_DISPATCH, ordersBackend, placeOrder, post, scriptedBackend, sendJson } from './support.ts';
@@ -114,6 +114,35 @@ describe('SqliteWriter (the command store writer thread)', () => {
       // Three batches, at most two transactions (the first alone, or all three when the thread took
       // them together on a busy machine), and one message per transaction, not per batch.
       expect(emit.mock.calls.filter(([event]) => event === 'message').length).toBeLessThan(3);
+    } finally {
+      emit.mockRestore();
+    }
+  });
+
+  it(`merges at most MAX_MERGED_WRITES (${MAX_MERGED_WRITES}) writes into one transaction: the batches beyond go into the next, each answered with its own`, async () => {
+    const { path, writer } = await storeAndWriter();
+    const emit = vi.spyOn(Worker.prototype, 'emit');
+    try {
+      // One enqueue waits for the lock; meanwhile two batches of 60 % of the limit each reach the thread.
+      const { lock, seqs: [first] } = await enqueuesWhileLocked(path, writer, ['first']);
+      const batchSize = Math.ceil(MAX_MERGED_WRITES * 0.6);
+      const batches: Array<Array<Promise<number>>> = [];
+      for (let b = 0; b < 2; b++) {
+        batches.push(Array.from({ length: batchSize }, (_, i) => writer.run('enqueue', entryValues(outboxEntry(`b${b}-${i}`)))));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      lock.exec('COMMIT');
+      lock.close();
+      const seqs = [await first, ...(await Promise.all(batches.flat()))];
+      // Every write answered with its own seq, in the order asked.
+      for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBe(seqs[i - 1] + 1);
+      // One message per transaction: none holds more than the limit, so the two batches went apart.
+      const transactions = emit.mock.calls
+        .filter(([event, message]) => event === 'message' && 'answers' in (message as object))
+        .map(([, message]) => (message as { answers: unknown[][] }).answers.reduce((sum, answers) => sum + answers.length, 0));
+      expect(transactions.reduce((sum, writes) => sum + writes, 0)).toBe(1 + 2 * batchSize);
+      expect(Math.max(...transactions)).toBeLessThanOrEqual(MAX_MERGED_WRITES);
     } finally {
       emit.mockRestore();
     }
