@@ -6,15 +6,17 @@
  * 8–9 µs in the event loop and the thread pool, and pino's default destination, which hands the
  * thread pool a write per line or per busy write, about 10). Writes stay asynchronous, as pino's
  * default (which also gathers what comes while a write is in flight): a stdout that is not read (a
- * stalled pipe) never blocks the event loop.
+ * stalled pipe) never blocks the event loop. A pipe or a socket is non-blocking (as Node sets it up
+ * for `process.stdout`, which the gateway did before this destination asked for it): a full one
+ * refuses a write, and sonic-boom tries again every 100 ms.
  *
- * A stdout that is not read costs bounded memory: the destination holds at most `MAX_HELD_BYTES` of
- * lines; the lines beyond are dropped, counted (`droppedLines`), and reported once stdout takes
- * writes again (`onDropped`: `serve` logs a warning and counts them in
- * `proto_gateway_log_lines_dropped_total`). Lines waiting when the process exits are written first,
- * synchronously, after what the destination holds; a stdout that takes nothing is given
- * `EXIT_WRITE_MS`, then the exit goes on without those lines (before, a full pipe kept the process
- * from ever exiting).
+ * A stdout that is not read costs bounded memory: the destination holds at most `MAX_HELD_BYTES`
+ * (UTF-8 bytes) of lines; the lines beyond are dropped, counted (`droppedLines`), and reported once
+ * stdout takes writes again (`onDropped`: `serve` logs a warning and counts them in
+ * `proto_gateway_stdout_lines_dropped_total`). At exit, what the destination holds is written
+ * synchronously, then the lines waiting; a full stdout is tried again while it takes something, and
+ * given up once it has taken nothing for `EXIT_WRITE_MS` (before, a stdout nobody read kept the
+ * process from ever exiting).
  */
 import { writeSync } from 'node:fs';
 import pino from 'pino';
@@ -28,7 +30,7 @@ export const CHUNK_CHARS = 8 * 1024;
 /** Bytes of lines held while stdout does not take them (a pipe nobody reads); the lines beyond are dropped. */
 export const MAX_HELD_BYTES = 16 * 1024 * 1024;
 
-/** How long the exit keeps trying a stdout that takes nothing, in ms. */
+/** How long the exit keeps trying a stdout that takes nothing (no byte written meanwhile), in ms. */
 export const EXIT_WRITE_MS = 1_000;
 
 /** Options of `stdoutLog`. */
@@ -50,26 +52,36 @@ export interface StdoutLog {
 
 export function stdoutLog(options: StdoutLogOptions = {}): StdoutLog {
   const flushMs = options.flushMs ?? FLUSH_MS;
-  // Node sets fd 1 up for `process.stdout`: a pipe or a socket becomes non-blocking, so a full one
-  // refuses a write (EAGAIN, tried again every 100 ms) instead of holding a thread of the pool, or
-  // the exit, until somebody reads. A file or a terminal stays as it is.
+  // Node sets fd 1 up for `process.stdout`: a pipe or a socket becomes non-blocking (a file or a
+  // terminal stays as it is), so a full one refuses a write instead of holding a thread of the pool,
+  // or the exit, until somebody reads.
   void process.stdout.writable;
-  // Retries a full stdout as long as the process runs, and for EXIT_WRITE_MS once it exits.
-  let retryUntilMs = Infinity;
-  // Registered before the destination, so before pino's own exit handler, which would flush it
-  // again and throw out of the exit when stdout is still full.
-  process.once('exit', () => {
-    retryUntilMs = Date.now() + EXIT_WRITE_MS;
+  // While the process runs, a full stdout is tried again for as long as it takes. At exit, only
+  // while it takes something: the exit gives up once it has taken nothing for EXIT_WRITE_MS.
+  let exiting = false;
+  let giveUpMs = 0;
+  let unwritten = Infinity;
+  const keepTrying = (left: number): boolean => {
+    if (!exiting) return true;
+    if (left < unwritten) giveUpMs = Date.now() + EXIT_WRITE_MS;
+    unwritten = left;
+    return Date.now() < giveUpMs;
+  };
+  // Before every other exit listener, pino's own among them (it would flush the destination again,
+  // and throw out of the exit when stdout is still full).
+  process.prependOnceListener('exit', () => {
+    exiting = true;
     const text = Buffer.from(take());
     try {
       stdout.flushSync();
-      writeBefore(text, retryUntilMs);
+      unwritten = Infinity;
+      writeWhileTaken(text, keepTrying);
     } catch {
-      // stdout refuses (closed, or still full at the deadline): what it did not take is lost, the exit goes on.
+      // stdout refuses (closed, or took nothing for EXIT_WRITE_MS): what it did not take is lost, the exit goes on.
     }
     stdout.destroy();
   });
-  const stdout = pino.destination({ dest: 1, sync: false, maxLength: options.maxHeldBytes ?? MAX_HELD_BYTES, retryEAGAIN: () => Date.now() < retryUntilMs });
+  const stdout = pino.destination({ dest: 1, sync: false, maxLength: options.maxHeldBytes ?? MAX_HELD_BYTES, retryEAGAIN: (_err, writing, after) => keepTrying(writing + after) });
   let pending: string[] = [];
   let chars = 0;
   let timer: NodeJS.Timeout | undefined;
@@ -110,14 +122,14 @@ export function stdoutLog(options: StdoutLogOptions = {}): StdoutLog {
   };
 }
 
-/** Writes `bytes` to stdout synchronously, a full stdout tried again every 10 ms until `deadlineMs`; throws when it refuses. */
-function writeBefore(bytes: Buffer, deadlineMs: number): void {
+/** Writes `bytes` to stdout synchronously; a full stdout is tried again every 10 ms while `keepTrying` (told what is left) says so, else this throws. */
+function writeWhileTaken(bytes: Buffer, keepTrying: (left: number) => boolean): void {
   const pause = new Int32Array(new SharedArrayBuffer(4));
   for (let written = 0; written < bytes.length; ) {
     try {
       written += writeSync(1, bytes, written);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() >= deadlineMs) throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || !keepTrying(bytes.length - written)) throw err;
       Atomics.wait(pause, 0, 0, 10);
     }
   }
