@@ -2,24 +2,24 @@
  * The destination of `proto-gateway serve`'s JSON log lines: stdout, the lines waiting handed over
  * together `FLUSH_MS` after the first of them, or at once when `CHUNK_CHARS` wait. Under load that
  * is one write for the access lines of many requests, across many turns of the event loop (issue 29,
- * `bench/log-destination.bench.ts`: about 2 µs of CPU per line written, where a write per turn cost
- * 8–9 µs in the event loop and the thread pool, and pino's default destination, which hands the
- * thread pool a write per line or per busy write, about 10). Writes stay asynchronous, as pino's
- * default (which also gathers what comes while a write is in flight): a stdout that is not read (a
- * stalled pipe) never blocks the event loop. A pipe or a socket is non-blocking (as Node sets it up
- * for `process.stdout`, which the gateway did before this destination asked for it): a full one
- * refuses a write, and sonic-boom tries again every 100 ms.
+ * `bench/log-destination.bench.ts`: a write per line or per turn cost 8–10 µs of CPU per line).
  *
- * A stdout that is not read costs bounded memory: the destination holds at most `MAX_HELD_BYTES`
- * (UTF-8 bytes) of lines; the lines beyond are dropped, counted (`droppedLines`), and reported once
- * stdout takes writes again (`onDropped`: `serve` logs a warning and counts them in
- * `proto_gateway_stdout_lines_dropped_total`). At exit, what the destination holds is written
- * synchronously, then the lines waiting; a full stdout is tried again while it takes something, and
- * given up once it has taken nothing for `EXIT_WRITE_MS` (before, a stdout nobody read kept the
- * process from ever exiting).
+ * Writes never block the event loop on a stdout nobody reads: a pipe or a socket is non-blocking
+ * (as Node sets it up for `process.stdout`), each chunk goes out with a `writeSync` that takes what
+ * stdout takes at once, and what a full stdout refuses is tried again every `RETRY_MS`, so a reader
+ * that pauses between reads loses no throughput (sonic-boom, pino's destination, tried again every
+ * 100 ms: about 64 KiB per 100 ms through a briefly full pipe). The written bytes are counted
+ * exactly, so a partial write is continued where it stopped: no line is cut, none written twice.
+ *
+ * A stdout that is not read costs bounded memory: at most `MAX_HELD_BYTES` of lines are held; the
+ * lines beyond are dropped, counted (`droppedLines`), and reported once stdout takes writes again
+ * (`onDropped`: `serve` logs a warning and counts them in `proto_gateway_stdout_lines_dropped_total`).
+ * A stdout that is closed (EPIPE) drops every line from then on, counted the same way. At exit,
+ * everything held is written synchronously while stdout takes something, and given up once it has
+ * taken nothing for `EXIT_WRITE_MS`. A file or a terminal stays as it is (a terminal paused with
+ * Ctrl-S blocks, as `process.stdout` does).
  */
 import { writeSync } from 'node:fs';
-import pino from 'pino';
 
 /** How long a line may wait for the lines after it before they are written together, in ms. */
 export const FLUSH_MS = 10;
@@ -29,6 +29,9 @@ export const CHUNK_CHARS = 8 * 1024;
 
 /** Bytes of lines held while stdout does not take them (a pipe nobody reads); the lines beyond are dropped. */
 export const MAX_HELD_BYTES = 16 * 1024 * 1024;
+
+/** How often a full stdout is tried again, in ms. */
+export const RETRY_MS = 10;
 
 /** How long the exit keeps trying a stdout that takes nothing (no byte written meanwhile), in ms. */
 export const EXIT_WRITE_MS = 1_000;
@@ -46,70 +49,32 @@ export interface StdoutLogOptions {
 /** A pino destination (anything with `write(line)`) on stdout, with the count of lines it dropped. */
 export interface StdoutLog {
   write(line: string): void;
-  /** Lines dropped since the process started (stdout did not take them and `maxHeldBytes` were held). */
+  /** Lines dropped since the process started (stdout closed, or it did not take them while `maxHeldBytes` were held). */
   droppedLines(): number;
 }
 
 export function stdoutLog(options: StdoutLogOptions = {}): StdoutLog {
   const flushMs = options.flushMs ?? FLUSH_MS;
-  // Node sets fd 1 up for `process.stdout`: a pipe or a socket becomes non-blocking (a file or a
-  // terminal stays as it is), so a full one refuses a write instead of holding a thread of the pool,
-  // or the exit, until somebody reads.
+  // Node sets fd 1 up for `process.stdout`: a pipe or a socket becomes non-blocking, so a full one
+  // refuses a write instead of holding the event loop until somebody reads.
   void process.stdout.writable;
-  // While the process runs, a full stdout is tried again for as long as it takes. At exit, only
-  // while it takes something: the exit gives up once it has taken nothing for EXIT_WRITE_MS.
-  let exiting = false;
-  let giveUpMs = 0;
-  let unwritten = Infinity;
-  const keepTrying = (left: number): boolean => {
-    if (!exiting) return true;
-    if (left < unwritten) giveUpMs = Date.now() + EXIT_WRITE_MS;
-    unwritten = left;
-    return Date.now() < giveUpMs;
-  };
-  // Before every other exit listener, pino's own among them (it would flush the destination again,
-  // and throw out of the exit when stdout is still full).
-  process.prependOnceListener('exit', () => {
-    exiting = true;
-    const text = Buffer.from(take());
-    try {
-      stdout.flushSync();
-      unwritten = Infinity;
-      writeWhileTaken(text, keepTrying);
-    } catch {
-      // stdout refuses (closed, or took nothing for EXIT_WRITE_MS): what it did not take is lost, the exit goes on.
-    }
-    stdout.destroy();
-  });
-  const stdout = pino.destination({ dest: 1, sync: false, maxLength: options.maxHeldBytes ?? MAX_HELD_BYTES, retryEAGAIN: (_err, writing, after) => keepTrying(writing + after) });
+  const out = new HeldOutput(options.maxHeldBytes ?? MAX_HELD_BYTES, options.onDropped);
   let pending: string[] = [];
   let chars = 0;
   let timer: NodeJS.Timeout | undefined;
-  let dropped = 0;
-  let unreported = 0;
-  stdout.on('drop', (text: string) => {
-    const lines = countLines(text);
-    dropped += lines;
-    unreported += lines;
-  });
-  // A write that went through: stdout is read again, and what was dropped meanwhile can be told.
-  stdout.on('write', () => {
-    if (unreported === 0) return;
-    const lines = unreported;
-    unreported = 0;
-    options.onDropped?.(lines);
-  });
-  const take = (): string => {
+  const flush = (): void => {
     clearTimeout(timer);
     timer = undefined;
+    if (pending.length === 0) return;
     const text = pending.join('');
     pending = [];
     chars = 0;
-    return text;
+    out.write(text);
   };
-  const flush = (): void => {
-    if (pending.length > 0) stdout.write(take());
-  };
+  process.once('exit', () => {
+    flush();
+    out.drainBeforeExit();
+  });
   return {
     write(line) {
       pending.push(line);
@@ -118,26 +83,108 @@ export function stdoutLog(options: StdoutLogOptions = {}): StdoutLog {
       // Unref'd: waiting lines never keep the process alive (the exit handler writes them).
       else timer ??= setTimeout(flush, flushMs).unref();
     },
-    droppedLines: () => dropped,
+    droppedLines: () => out.dropped,
   };
 }
 
-/** Writes `bytes` to stdout synchronously; a full stdout is tried again every 10 ms while `keepTrying` (told what is left) says so, else this throws. */
-function writeWhileTaken(bytes: Buffer, keepTrying: (left: number) => boolean): void {
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (let written = 0; written < bytes.length; ) {
-    try {
-      written += writeSync(1, bytes, written);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN' || !keepTrying(bytes.length - written)) throw err;
-      Atomics.wait(pause, 0, 0, 10);
+/** The errors of a write that say stdout is gone for good (its reader closed it, or fd 1 is not open). */
+const CLOSED = new Set(['EPIPE', 'EBADF']);
+
+/** The chunks handed to stdout and not yet taken, oldest first, written with `writeSync`s that take what stdout takes at once. */
+class HeldOutput {
+  readonly #maxHeld: number;
+  readonly #onDropped: ((lines: number) => void) | undefined;
+  readonly #chunks: Buffer[] = [];
+  /** Bytes of the oldest chunk already written. */
+  #offset = 0;
+  #held = 0;
+  #retry: NodeJS.Timeout | undefined;
+  /** stdout refused for good (closed): every line is dropped from then on. */
+  #closed = false;
+  dropped = 0;
+  #unreported = 0;
+
+  constructor(maxHeld: number, onDropped?: (lines: number) => void) {
+    this.#maxHeld = maxHeld;
+    this.#onDropped = onDropped;
+  }
+
+  write(text: string): void {
+    const bytes = Buffer.from(text);
+    if (this.#closed || this.#held + bytes.length > this.#maxHeld) {
+      this.#drop(bytes);
+      return;
+    }
+    this.#chunks.push(bytes);
+    this.#held += bytes.length;
+    if (this.#retry === undefined) this.#drain();
+  }
+
+  /** At exit: writes what is held while stdout takes something, and gives the rest up once it has taken nothing for `EXIT_WRITE_MS`. */
+  drainBeforeExit(): void {
+    clearTimeout(this.#retry);
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    let left = this.#held;
+    let giveUpMs = Date.now() + EXIT_WRITE_MS;
+    while (!this.#writeNow()) {
+      if (this.#held < left) {
+        left = this.#held;
+        giveUpMs = Date.now() + EXIT_WRITE_MS;
+      }
+      if (Date.now() >= giveUpMs) return;
+      Atomics.wait(pause, 0, 0, RETRY_MS);
     }
   }
-}
 
-/** The lines of a chunk of JSON lines (each ends with a newline). */
-function countLines(text: string): number {
-  let lines = 0;
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++;
-  return lines;
+  #drain(): void {
+    if (this.#writeNow()) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      this.#drain();
+    }, RETRY_MS).unref();
+  }
+
+  /** Writes the chunks held until stdout refuses; true when none is left. */
+  #writeNow(): boolean {
+    while (this.#chunks.length > 0) {
+      const chunk = this.#chunks[0];
+      let written: number;
+      try {
+        written = writeSync(1, chunk, this.#offset);
+      } catch (err) {
+        // Full (EAGAIN), or anything but closed: tried again later (held within the bound meanwhile).
+        if (!CLOSED.has((err as NodeJS.ErrnoException).code ?? '')) return false;
+        // Closed: what is held is dropped, and every line after it.
+        this.#closed = true;
+        this.#drop(chunk.subarray(this.#offset), ...this.#chunks.slice(1));
+        this.#chunks.length = 0;
+        this.#offset = 0;
+        this.#held = 0;
+        return true;
+      }
+      this.#offset += written;
+      this.#held -= written;
+      if (this.#offset === chunk.length) {
+        this.#chunks.shift();
+        this.#offset = 0;
+      }
+      this.#report();
+    }
+    return true;
+  }
+
+  #drop(...chunks: Buffer[]): void {
+    let lines = 0;
+    for (const chunk of chunks) for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++;
+    this.dropped += lines;
+    this.#unreported += lines;
+  }
+
+  /** stdout took a write: the lines dropped before it are told. */
+  #report(): void {
+    if (this.#unreported === 0 || this.#closed) return;
+    const lines = this.#unreported;
+    this.#unreported = 0;
+    this.#onDropped?.(lines);
+  }
 }
