@@ -15,8 +15,9 @@
  * lines beyond are dropped, counted (`droppedLines`), and reported once stdout takes writes again
  * (`onDropped`: `serve` logs a warning and counts them in `proto_gateway_stdout_lines_dropped_total`).
  * A stdout that is closed (EPIPE) drops every line from then on, counted the same way. At exit,
- * everything held is written synchronously while stdout takes something, and given up once it has
- * taken nothing for `EXIT_WRITE_MS`. A file or a terminal stays as it is (a terminal paused with
+ * everything held is written synchronously while stdout takes something, then the warning about
+ * drops if any, and given up once it has taken nothing for `EXIT_WRITE_MS` or after
+ * `EXIT_WRITE_MAX_MS` in all. A file or a terminal stays as it is (a terminal paused with
  * Ctrl-S blocks, as `process.stdout` does).
  */
 import { writeSync } from 'node:fs';
@@ -35,6 +36,9 @@ export const RETRY_MS = 10;
 
 /** How long the exit keeps trying a stdout that takes nothing (no byte written meanwhile), in ms. */
 export const EXIT_WRITE_MS = 1_000;
+
+/** How long the exit writes to a stdout that takes little, in ms at most (a signal cannot end a synchronous write). */
+export const EXIT_WRITE_MAX_MS = 5_000;
 
 /** Options of `stdoutLog`. */
 export interface StdoutLogOptions {
@@ -73,7 +77,11 @@ export function stdoutLog(options: StdoutLogOptions = {}): StdoutLog {
   };
   process.once('exit', () => {
     flush();
-    out.drainBeforeExit();
+    // Then the warning about lines dropped, if writing them out told of some.
+    if (out.drainBeforeExit()) {
+      flush();
+      out.drainBeforeExit();
+    }
   });
   return {
     write(line) {
@@ -87,8 +95,8 @@ export function stdoutLog(options: StdoutLogOptions = {}): StdoutLog {
   };
 }
 
-/** The errors of a write that say stdout is gone for good (its reader closed it, or fd 1 is not open). */
-const CLOSED = new Set(['EPIPE', 'EBADF']);
+/** The errors of a write that say stdout is gone for good (its reader closed it, fd 1 is not open, a terminal hung up). */
+const CLOSED = new Set(['EPIPE', 'EBADF', 'EIO']);
 
 /** The chunks handed to stdout and not yet taken, oldest first, written with `writeSync`s that take what stdout takes at once. */
 class HeldOutput {
@@ -111,8 +119,9 @@ class HeldOutput {
 
   write(text: string): void {
     const bytes = Buffer.from(text);
-    if (this.#closed || this.#held + bytes.length > this.#maxHeld) {
-      this.#drop(bytes);
+    // One chunk is always taken (a line longer than the bound still goes out while stdout takes it).
+    if (this.#closed || (this.#held > 0 && this.#held + bytes.length > this.#maxHeld)) {
+      this.#drop([bytes]);
       return;
     }
     this.#chunks.push(bytes);
@@ -120,10 +129,15 @@ class HeldOutput {
     if (this.#retry === undefined) this.#drain();
   }
 
-  /** At exit: writes what is held while stdout takes something, and gives the rest up once it has taken nothing for `EXIT_WRITE_MS`. */
-  drainBeforeExit(): void {
+  /**
+   * At exit: writes what is held while stdout takes something, and gives the rest up once it has
+   * taken nothing for `EXIT_WRITE_MS`, or after `EXIT_WRITE_MAX_MS` in all; true when all was written.
+   */
+  drainBeforeExit(): boolean {
     clearTimeout(this.#retry);
+    this.#retry = undefined;
     const pause = new Int32Array(new SharedArrayBuffer(4));
+    const endMs = Date.now() + EXIT_WRITE_MAX_MS;
     let left = this.#held;
     let giveUpMs = Date.now() + EXIT_WRITE_MS;
     while (!this.#writeNow()) {
@@ -131,21 +145,30 @@ class HeldOutput {
         left = this.#held;
         giveUpMs = Date.now() + EXIT_WRITE_MS;
       }
-      if (Date.now() >= giveUpMs) return;
+      if (Date.now() >= Math.min(giveUpMs, endMs)) return false;
       Atomics.wait(pause, 0, 0, RETRY_MS);
     }
+    return true;
   }
 
   #drain(): void {
     if (this.#writeNow()) return;
-    this.#retry = setTimeout(() => {
+    // `??=`: a drain that the report of drops started meanwhile (onDropped → a log line → write) may have set it.
+    this.#retry ??= setTimeout(() => {
       this.#retry = undefined;
       this.#drain();
     }, RETRY_MS).unref();
   }
 
-  /** Writes the chunks held until stdout refuses; true when none is left. */
+  /** Writes the chunks held until stdout refuses; true when none is left. Then tells of the lines dropped before, if stdout took something. */
   #writeNow(): boolean {
+    const before = this.#held;
+    const done = this.#writeHeld();
+    if (this.#held < before) this.#report();
+    return done;
+  }
+
+  #writeHeld(): boolean {
     while (this.#chunks.length > 0) {
       const chunk = this.#chunks[0];
       let written: number;
@@ -156,7 +179,7 @@ class HeldOutput {
         if (!CLOSED.has((err as NodeJS.ErrnoException).code ?? '')) return false;
         // Closed: what is held is dropped, and every line after it.
         this.#closed = true;
-        this.#drop(chunk.subarray(this.#offset), ...this.#chunks.slice(1));
+        this.#drop([chunk.subarray(this.#offset), ...this.#chunks.slice(1)]);
         this.#chunks.length = 0;
         this.#offset = 0;
         this.#held = 0;
@@ -168,12 +191,11 @@ class HeldOutput {
         this.#chunks.shift();
         this.#offset = 0;
       }
-      this.#report();
     }
     return true;
   }
 
-  #drop(...chunks: Buffer[]): void {
+  #drop(chunks: Buffer[]): void {
     let lines = 0;
     for (const chunk of chunks) for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++;
     this.dropped += lines;
@@ -185,6 +207,10 @@ class HeldOutput {
     if (this.#unreported === 0 || this.#closed) return;
     const lines = this.#unreported;
     this.#unreported = 0;
-    this.#onDropped?.(lines);
+    try {
+      this.#onDropped?.(lines);
+    } catch {
+      // A report that fails must not take the log down with it (nor the write that triggered it).
+    }
   }
 }

@@ -201,5 +201,28 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
       child.kill('SIGKILL');
     }
   }, 15_000);
+
+  it('tells the lines it dropped even when the process exits before stdout is read again', async () => {
+    // As above, but the process exits at once: the held lines and the warning are written by the exit.
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+      const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 256 * 1024, onDropped: (lines) => log.warn({ droppedLines: lines }, 'dropped') }));
+      for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
+      process.exit(0);`], { cwd, stdio: ['ignore', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.pause();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      const [code] = await Promise.all([new Promise((resolve) => child.once('exit', resolve)), new Promise((resolve) => child.stdout.once('end', resolve)), child.stdout.resume()]);
+      expect(code).toBe(0);
+      const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; droppedLines?: number });
+      const written = lines.filter((line) => line.msg === 'line').length;
+      const told = lines.filter((line) => line.msg === 'dropped').reduce((sum, line) => sum + line.droppedLines!, 0);
+      expect(told).toBeGreaterThan(0);
+      expect(written + told).toBe(20_000);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 15_000);
 });
 
