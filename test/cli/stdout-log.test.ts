@@ -1,4 +1,6 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../support/gateway.ts';
@@ -8,11 +10,53 @@ const stdoutLog = fileURLToPath(new URL('../../src/stdout-log.ts', import.meta.u
 const cwd = fileURLToPath(new URL('../..', import.meta.url));
 const prelude = `import pino from 'pino'; import { stdoutLog } from ${JSON.stringify(stdoutLog)};\n`;
 
-/** Runs `script` (an ES module body; `stdoutLog` and `pino` imported) on the pinned Node; returns its stdout lines, parsed. */
+/** The pinned Node's arguments that run `script` (an ES module body; `stdoutLog` and `pino` imported). */
+const scriptArgs = (script: string): string[] => ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', prelude + script];
+
+/** Runs `script` to its end; returns its stdout lines, parsed. */
 function run(script: string): Array<Record<string, unknown>> {
-  const result = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', prelude + script], { encoding: 'utf8', cwd });
+  const result = spawnSync(process.execPath, scriptArgs(script), { encoding: 'utf8', cwd });
   expect(result.stderr).toBe('');
   return result.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+}
+
+/** The child's exit code, once it has exited and its stdout has ended (in either order). */
+async function finished(child: ChildProcessByStdio<null, Readable, Readable>): Promise<number | null> {
+  const [[code]] = await Promise.all([once(child, 'exit') as Promise<[number | null]>, once(child.stdout, 'end')]);
+  return code;
+}
+
+/** Starts `script` with its stdout and stderr on pipes (this test reads stdout, or does not). */
+function start(script: string): ChildProcessByStdio<null, Readable, Readable> {
+  return spawn(process.execPath, scriptArgs(script), { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * 4 MB of lines (20,000) from a process holding 256 KiB at most (its drops told in `dropped` lines),
+ * then `then`; its stdout read from `readAfterMs` on. Its exit code, and the lines written and told dropped.
+ */
+async function beyondTheBound(then: string, readAfterMs: number): Promise<{ code: number | null; written: number; told: number }> {
+  const child = start(`
+    const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 256 * 1024, onDropped: (lines) => log.warn({ droppedLines: lines }, 'dropped') }));
+    for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
+    ${then}`);
+  let stdout = '';
+  child.stdout.pause();
+  try {
+    await new Promise((resolve) => setTimeout(resolve, readAfterMs));
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    const code = finished(child);
+    child.stdout.resume();
+    const exit = await code;
+    const parsed = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; droppedLines?: number });
+    return {
+      code: exit,
+      written: parsed.filter((line) => line.msg === 'line').length,
+      told: parsed.filter((line) => line.msg === 'dropped').reduce((sum, line) => sum + line.droppedLines!, 0),
+    };
+  } finally {
+    child.kill('SIGKILL');
+  }
 }
 
 describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
@@ -41,11 +85,11 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
   it('writes a line that came while a write was held up by a full pipe, once the pipe is read again, not at exit', async () => {
     // 200 KB of lines fill the pipe this test does not read for 500 ms; the last line comes meanwhile.
     // The process lives 3 s more: the last line must arrive before it says so on stderr.
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+    const child = start(`
       const log = pino({ base: null }, stdoutLog());
       for (let i = 0; i < 1_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
       setTimeout(() => log.info('last'), 100);
-      setTimeout(() => process.stderr.write('leaving'), 3_000);`], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      setTimeout(() => process.stderr.write('leaving'), 3_000);`);
     let stdout = '';
     let lastBeforeLeaving: boolean | undefined;
     child.stderr.on('data', () => (lastBeforeLeaving ??= stdout.includes('"msg":"last"')));
@@ -70,10 +114,10 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
 
   it('never blocks the event loop on a stdout nobody reads (a stalled pipe)', async () => {
     // 4 MB of lines into a pipe this test never reads, then a sign of life on stderr.
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+    const child = start(`
       const log = pino({ base: null }, stdoutLog());
       for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
-      setImmediate(() => setImmediate(() => process.stderr.write('alive')));`], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      setImmediate(() => setImmediate(() => process.stderr.write('alive')));`);
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     try {
@@ -84,36 +128,20 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
   });
 
   it('holds at most maxHeldBytes while stdout is not read, and tells how many lines it dropped once stdout is read again', async () => {
-    // 4 MB of lines (20,000) into a pipe this test reads only after 500 ms, with 256 KiB held at most.
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
-      const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 256 * 1024, onDropped: (lines) => log.warn({ droppedLines: lines }, 'dropped') }));
-      for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
-      setTimeout(() => process.stderr.write('leaving'), 2_000);`], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    child.stdout.pause();
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-      child.stdout.resume();
-      const code = await new Promise((resolve) => child.once('exit', resolve));
-      expect(code).toBe(0);
-      const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; droppedLines?: number });
-      const written = lines.filter((line) => line.msg === 'line').length;
-      const told = lines.filter((line) => line.msg === 'dropped').reduce((sum, line) => sum + line.droppedLines!, 0);
-      // What it held and the pipe's own buffer came through; every other line is counted as dropped.
-      expect(written).toBeGreaterThan(0);
-      expect(written * 200).toBeLessThan(1024 * 1024);
-      expect(written + told).toBe(20_000);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    // The process lives 2 s more: the warning comes from a write that went through while it runs.
+    const { code, written, told } = await beyondTheBound(`setTimeout(() => process.stderr.write('leaving'), 2_000);`, 500);
+    expect(code).toBe(0);
+    // What it held and the pipe's own buffer came through; every other line is counted as dropped.
+    expect(written).toBeGreaterThan(0);
+    expect(written * 200).toBeLessThan(1024 * 1024);
+    expect(written + told).toBe(20_000);
   }, 15_000);
 
   it('exits when stdout takes nothing at exit (a full pipe nobody reads), after EXIT_WRITE_MS', async () => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+    const child = start(`
       const log = pino({ base: null }, stdoutLog());
       for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
-      setTimeout(() => { log.info('last words'); process.exit(3); }, 300);`], { cwd, stdio: ['ignore', 'pipe', 'ignore'] });
+      setTimeout(() => { log.info('last words'); process.exit(3); }, 300);`);
     child.stdout.pause();
     try {
       const exited = await Promise.race([
@@ -129,10 +157,10 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
   it('goes on writing at exit while a slow reader takes the lines, beyond EXIT_WRITE_MS', async () => {
     // 1 MB of lines held when the process exits; the reader takes a chunk every 100 ms (about 0.6
     // MB/s), so writing them all outlasts EXIT_WRITE_MS while every 100 ms something goes through.
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+    const child = start(`
       const log = pino({ base: null }, stdoutLog());
       for (let i = 0; i < 5_000; i++) log.info({ i, filler: 'x'.repeat(180) }, 'line');
-      setTimeout(() => process.exit(0), 50);`], { cwd, stdio: ['ignore', 'pipe', 'ignore'] });
+      setTimeout(() => process.exit(0), 50);`);
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
@@ -140,8 +168,7 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
       setTimeout(() => child.stdout.resume(), 100);
     });
     try {
-      const [code] = await Promise.all([new Promise((resolve) => child.once('exit', resolve)), new Promise((resolve) => child.stdout.once('end', resolve))]);
-      expect(code).toBe(0);
+      expect(await finished(child)).toBe(0);
       const numbers = new Set(stdout.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { i: number }).i));
       expect(numbers.size).toBe(5_000);
       // A write stdout took in part was continued where it stopped: no line cut.
@@ -154,7 +181,7 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
   it('keeps up with a reader that pauses between reads: a full pipe is tried again within RETRY_MS, nothing dropped', async () => {
     // 4 MB/s of lines for 2 s with 1 MiB held at most; the reader takes what is there, then pauses
     // 5 ms. Tried again only every 100 ms (as sonic-boom does), a full pipe passes far less than that.
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+    const child = start(`
       const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 1024 * 1024, onDropped: (lines) => log.warn({ droppedLines: lines }, 'dropped') }));
       let i = 0;
       const started = Date.now();
@@ -164,7 +191,7 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
           clearInterval(tick);
           log.info({ total: i }, 'total');
         }
-      }, 1);`], { cwd, stdio: ['ignore', 'pipe', 'ignore'] });
+      }, 1);`);
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
@@ -172,7 +199,7 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
       setTimeout(() => child.stdout.resume(), 5);
     });
     try {
-      await Promise.all([new Promise((resolve) => child.once('exit', resolve)), new Promise((resolve) => child.stdout.once('end', resolve))]);
+      await finished(child);
       const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; total?: number; droppedLines?: number });
       expect(lines.filter((line) => line.msg === 'dropped')).toEqual([]);
       expect(lines.filter((line) => line.msg === 'line').length).toBe(lines.find((line) => line.msg === 'total')!.total);
@@ -182,14 +209,14 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
   }, 30_000);
 
   it('goes on without stdout once its reader closed it (EPIPE): no crash, every line after counted as dropped', async () => {
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
+    const child = start(`
       const out = stdoutLog();
       const log = pino({ base: null }, out);
       log.info('first');
       setTimeout(() => {
         for (let i = 0; i < 1_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
         setTimeout(() => process.stderr.write(JSON.stringify({ dropped: out.droppedLines() })), 200);
-      }, 500);`], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+      }, 500);`);
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     child.stdout.once('data', () => child.stdout.destroy());
@@ -203,26 +230,11 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
   }, 15_000);
 
   it('tells the lines it dropped even when the process exits before stdout is read again', async () => {
-    // As above, but the process exits at once: the held lines and the warning are written by the exit.
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', '--input-type=module', '-e', `${prelude}
-      const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 256 * 1024, onDropped: (lines) => log.warn({ droppedLines: lines }, 'dropped') }));
-      for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
-      process.exit(0);`], { cwd, stdio: ['ignore', 'pipe', 'ignore'] });
-    let stdout = '';
-    child.stdout.pause();
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-      const [code] = await Promise.all([new Promise((resolve) => child.once('exit', resolve)), new Promise((resolve) => child.stdout.once('end', resolve)), child.stdout.resume()]);
-      expect(code).toBe(0);
-      const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; droppedLines?: number });
-      const written = lines.filter((line) => line.msg === 'line').length;
-      const told = lines.filter((line) => line.msg === 'dropped').reduce((sum, line) => sum + line.droppedLines!, 0);
-      expect(told).toBeGreaterThan(0);
-      expect(written + told).toBe(20_000);
-    } finally {
-      child.kill('SIGKILL');
-    }
+    // The process exits at once: the held lines and the warning are written by the exit.
+    const { code, written, told } = await beyondTheBound('process.exit(0);', 300);
+    expect(code).toBe(0);
+    expect(told).toBeGreaterThan(0);
+    expect(written + told).toBe(20_000);
   }, 15_000);
 });
 
