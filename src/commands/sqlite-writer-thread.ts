@@ -27,7 +27,6 @@ function prepare(db: DatabaseSync) {
   };
 }
 
-
 const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
 let synchronous: 'FULL' | 'NORMAL' = 'FULL';
 

@@ -35,9 +35,13 @@ function start(script: string): ChildProcessByStdio<null, Readable, Readable> {
  * 4 MB of lines (20,000) from a process holding 256 KiB at most (its drops told in `dropped` lines),
  * then `then`; its stdout read from `readAfterMs` on. Its exit code, and the lines written and told dropped.
  */
-async function beyondTheBound(then: string, readAfterMs: number): Promise<{ code: number | null; written: number; told: number }> {
+async function beyondTheBound(
+  then: string,
+  readAfterMs: number,
+  onDropped = `(lines) => log.warn({ droppedLines: lines }, 'dropped')`,
+): Promise<{ code: number | null; written: number; told: number; after: boolean }> {
   const child = start(`
-    const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 256 * 1024, onDropped: (lines) => log.warn({ droppedLines: lines }, 'dropped') }));
+    const log = pino({ base: null }, stdoutLog({ maxHeldBytes: 256 * 1024, onDropped: ${onDropped} }));
     for (let i = 0; i < 20_000; i++) log.info({ filler: 'x'.repeat(180) }, 'line');
     ${then}`);
   let stdout = '';
@@ -53,6 +57,7 @@ async function beyondTheBound(then: string, readAfterMs: number): Promise<{ code
       code: exit,
       written: parsed.filter((line) => line.msg === 'line').length,
       told: parsed.filter((line) => line.msg === 'dropped').reduce((sum, line) => sum + line.droppedLines!, 0),
+      after: parsed.some((line) => line.msg === 'after'),
     };
   } finally {
     child.kill('SIGKILL');
@@ -235,6 +240,14 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
     expect(code).toBe(0);
     expect(told).toBeGreaterThan(0);
     expect(written + told).toBe(20_000);
+  }, 15_000);
+
+  it('goes on logging when the report of drops throws', async () => {
+    // A report that throws (from the retry timer, or inside a log call) must not crash the process nor stop the log.
+    const { code, written, after } = await beyondTheBound(`setTimeout(() => log.info('after'), 1_000);`, 300, `() => { throw new Error('a failing report'); }`);
+    expect(code).toBe(0);
+    expect(written).toBeGreaterThan(0);
+    expect(after).toBe(true);
   }, 15_000);
 });
 
