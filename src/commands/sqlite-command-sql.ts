@@ -1,26 +1,22 @@
 /**
  * The SQL of the SQLite `CommandStore`: its tables, its prepared statements and its writes, shared
  * by the store's own connection (reads, `sqlite-store.ts`) and its writer thread's connection
- * (every write, `sqlite-writer.ts`). Tables `command_records` (idempotency records), `outbox` and
+ * (every write, `sqlite-writer.ts`). Tables `command_records` (idempotency records),
+ * `command_record_ids` (their on-disk id index), `command_store_writer`, `outbox` and
  * `correlation_aliases`; the event log's tables and its `user_version` are left alone.
  */
 import { hash } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction } from '../storage/sqlite.ts';
 import { MAX_ALIASES_PER_COMMAND, type ClaimedOutboxEntry, type IdempotencyRecord, type NewOutboxEntry, type OutboxEntry } from './CommandStore.ts';
+import type { RecentIds } from './recent-ids.ts';
 
-/** The indexes of `command_records`: its records by the hash of their id, and by expiry (the purge). */
-const RECORD_INDEXES = `
-CREATE INDEX IF NOT EXISTS command_records_id ON command_records (id_hash);
-CREATE INDEX IF NOT EXISTS command_records_expires ON command_records (expires_ms);
-`;
+/** The index of `command_records` by expiry (the purge). */
+const EXPIRY_INDEX = 'CREATE INDEX IF NOT EXISTS command_records_expires ON command_records (expires_ms);';
 
 /** The tables and indexes (`CREATE … IF NOT EXISTS`: run on every open, by both connections). */
 export const SCHEMA = `
--- Idempotency records, appended in rowid order and found by a narrow index on a hash of the id
--- (\`idHash\`; the id itself tells apart ids that share one): a client's random id dirties one
--- small index entry, not a record-wide leaf of a table keyed by the id (which split four times
--- as often and cost the writer thread 31 % more per commit).
+-- Idempotency records, appended in rowid order (rowids only grow: the writer thread gives them).
 CREATE TABLE IF NOT EXISTS command_records (
   id          TEXT NOT NULL,
   id_hash     INTEGER NOT NULL,
@@ -29,7 +25,23 @@ CREATE TABLE IF NOT EXISTS command_records (
   answer      TEXT NOT NULL,
   expires_ms  INTEGER NOT NULL
 );
-${RECORD_INDEXES}
+${EXPIRY_INDEX}
+-- The id index of the records up to \`merged_through\`: a hash of the id (\`idHash\`; the record's id
+-- tells apart ids that share one) and the record's rowid. The newer records are indexed in the
+-- writer thread's memory (\`recent-ids.ts\`) and merged here in key order, many per leaf, instead
+-- of one random leaf dirtied per accept.
+CREATE TABLE IF NOT EXISTS command_record_ids (
+  id_hash INTEGER NOT NULL,
+  rec     INTEGER NOT NULL,
+  PRIMARY KEY (id_hash, rec)
+) WITHOUT ROWID;
+-- One row: the records merged into command_record_ids (rowid <= merged_through), and the epoch of
+-- the writer thread that owns the file (each one opening takes it over; the one before stops writing).
+CREATE TABLE IF NOT EXISTS command_store_writer (
+  epoch          INTEGER NOT NULL,
+  merged_through INTEGER NOT NULL
+);
+INSERT INTO command_store_writer (epoch, merged_through) SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM command_store_writer);
 CREATE TABLE IF NOT EXISTS outbox (
   seq             INTEGER PRIMARY KEY AUTOINCREMENT,
   id              TEXT NOT NULL,
@@ -79,6 +91,7 @@ interface OutboxRow {
 /** Brings a file an older version wrote up to date (run by the store's own connection, before the writer thread opens). */
 export function migrate(db: DatabaseSync): void {
   addClaimedColumn(db);
+  moveIdIndex(db);
   moveCommandIds(db);
 }
 
@@ -89,28 +102,55 @@ function addClaimedColumn(db: DatabaseSync): void {
 }
 
 /**
+ * A file whose records were found by an index of `command_records` (`command_records_id`, before
+ * `command_record_ids`; or a file an older version opened again, which built that index anew): the
+ * index goes, and `command_record_ids` is built again from every record, in one transaction.
+ */
+function moveIdIndex(db: DatabaseSync): void {
+  const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = 'command_records_id'");
+  if (!exists.get()) return;
+  inTransaction(db, () => {
+    if (!exists.get()) return;
+    db.exec('DROP INDEX command_records_id; DELETE FROM command_record_ids; UPDATE command_store_writer SET merged_through = 0');
+    indexUnmerged(db);
+  });
+}
+
+/**
  * The records of the table keyed by id (`command_ids`, before `command_records`) move to
- * `command_records` in one transaction. Into an empty table (the upgrade) they are copied before
- * its indexes are built, which sorts once instead of inserting at random (1M records: 17 s → 4 s,
- * the event loop held meanwhile); into one that has records (a file used by both versions in
- * turn) only the ids it does not hold move, so an id keeps one record.
+ * `command_records` in one transaction: only the ids it does not hold (a file used by both
+ * versions in turn), so an id keeps one record. Into an empty table they are copied before its
+ * expiry index is built, which sorts once instead of inserting at random (1M records: 17 s → 4 s,
+ * the event loop held meanwhile).
  */
 function moveCommandIds(db: DatabaseSync): void {
   const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'command_ids'");
   if (!exists.get()) return;
   db.function('command_id_hash', { deterministic: true }, (id) => idHash(String(id)));
   inTransaction(db, () => {
-    if (exists.get()) {
-      const copy = `INSERT INTO command_records (id, id_hash, principal, fingerprint, answer, expires_ms)
-                      SELECT id, command_id_hash(id), principal, fingerprint, answer, expires_ms FROM command_ids`;
-      if (db.prepare('SELECT 1 FROM command_records LIMIT 1').get()) {
-        db.exec(`${copy} AS old WHERE NOT EXISTS (SELECT 1 FROM command_records WHERE id_hash = command_id_hash(old.id) AND id = old.id)`);
-      } else {
-        db.exec(`DROP INDEX command_records_id; DROP INDEX command_records_expires; ${copy}; ${RECORD_INDEXES}`);
-      }
-      db.exec('DROP TABLE command_ids');
-    }
+    if (!exists.get()) return;
+    indexUnmerged(db);
+    const empty = !db.prepare('SELECT 1 FROM command_records LIMIT 1').get();
+    if (empty) db.exec('DROP INDEX command_records_expires');
+    db.exec(`INSERT INTO command_records (id, id_hash, principal, fingerprint, answer, expires_ms)
+               SELECT id, command_id_hash(id), principal, fingerprint, answer, expires_ms FROM command_ids AS old
+               WHERE NOT EXISTS (SELECT 1 FROM command_record_ids i JOIN command_records r ON r.rowid = i.rec
+                                 WHERE i.id_hash = command_id_hash(old.id) AND r.id = old.id)`);
+    if (empty) db.exec(EXPIRY_INDEX);
+    indexUnmerged(db);
+    db.exec('DROP TABLE command_ids');
   });
+}
+
+/**
+ * Merges every record above `merged_through` into `command_record_ids` at once, in key order
+ * (inside the caller's transaction; only before the writer thread opens, which indexes them in
+ * memory otherwise).
+ */
+function indexUnmerged(db: DatabaseSync): void {
+  db.exec(`INSERT OR IGNORE INTO command_record_ids (id_hash, rec)
+             SELECT id_hash, rowid FROM command_records WHERE rowid > (SELECT merged_through FROM command_store_writer) ORDER BY id_hash, rowid;
+           UPDATE command_store_writer SET merged_through = MAX(merged_through, IFNULL((SELECT MAX(rowid) FROM command_records), 0));`);
 }
 
 /**
@@ -129,10 +169,25 @@ export type Statements = ReturnType<typeof prepareStatements>;
 export function prepareStatements(db: DatabaseSync) {
   const statement = (sql: string): StatementSync => db.prepare(sql);
   return {
-    findRecord: statement('SELECT rowid AS rec, id, principal, fingerprint, answer, expires_ms FROM command_records WHERE id_hash = ? AND id = ?'),
-    insertRecord: statement('INSERT INTO command_records (id, id_hash, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?, ?)'),
+    recordAt: statement('SELECT rowid AS rec, id, principal, fingerprint, answer, expires_ms FROM command_records WHERE rowid = ?'),
+    findMerged: statement(
+      `SELECT r.rowid AS rec, r.id, r.principal, r.fingerprint, r.answer, r.expires_ms
+       FROM command_record_ids i JOIN command_records r ON r.rowid = i.rec WHERE i.id_hash = ? AND r.id = ?`,
+    ),
+    insertRecord: statement('INSERT INTO command_records (rowid, id, id_hash, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     dropRecord: statement('DELETE FROM command_records WHERE rowid = ?'),
+    dropId: statement('DELETE FROM command_record_ids WHERE id_hash = ? AND rec = ?'),
+    purgeIds: statement('DELETE FROM command_record_ids WHERE (id_hash, rec) IN (SELECT id_hash, rowid FROM command_records WHERE expires_ms <= ?)'),
     purgeExpired: statement('DELETE FROM command_records WHERE expires_ms <= ?'),
+    // A JSON array of [hash, rowid] pairs, in key order (CROSS JOIN: inserted in that order); the pairs of records gone (or holding another id) are skipped.
+    mergeIds: statement(`INSERT OR IGNORE INTO command_record_ids (id_hash, rec)
+                           SELECT r.id_hash, r.rowid FROM json_each(?) AS pair CROSS JOIN command_records AS r
+                           WHERE r.rowid = pair.value ->> 1 AND r.id_hash = pair.value ->> 0`),
+    unmerged: statement('SELECT rowid AS rec, id_hash FROM command_records WHERE rowid > ?'),
+    lastRec: statement('SELECT IFNULL(MAX(rowid), 0) AS rec FROM command_records'),
+    takeOver: statement('UPDATE command_store_writer SET epoch = epoch + 1 RETURNING epoch, merged_through'),
+    epoch: statement('SELECT epoch FROM command_store_writer'),
+    setMerged: statement('UPDATE command_store_writer SET merged_through = ?'),
     insertEntry: statement(
       `INSERT INTO outbox (id, backend, command, principal, traceparent, accepted_ms, attempts, next_attempt_ms, last_error, claimed)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -151,6 +206,20 @@ export function prepareStatements(db: DatabaseSync) {
   };
 }
 
+/**
+ * What the writes work on in the writer thread: its statements, and the index in its memory of
+ * the records above `merged_through` (`recent-ids.ts`), which only this thread's inserts add to.
+ */
+export interface WriterState {
+  sql: Statements;
+  /** The records since the last merge started (the records of a new file, or above `merged_through` at open, at first). */
+  recent: RecentIds;
+  /** The records being merged into `command_record_ids` (set aside when the merge started), until it ends. */
+  merging: RecentIds | undefined;
+  /** The rowid of the next record: above every record and above `merged_through` (rowids only grow, so an unmerged record is never below it). */
+  nextRec: number;
+}
+
 /** A record as the values it is stored with (id, principal, fingerprint, answer as JSON, expiry); the writer thread adds the id's hash. */
 export type RecordValues = [string, string, string, string, number];
 /** An outbox entry as the values of `insertEntry` (the envelope as JSON; `claimed` 1 for an entry claimed as it is enqueued). */
@@ -158,43 +227,50 @@ export type EntryValues = [string, string, string, string, string | null, number
 
 /**
  * Every write of the store, run by the writer thread inside its transaction (no transaction of
- * their own). Each takes the statements first, then the arguments of the `CommandStore` method of
- * the same name, with records and entries as the flat values their statements take
- * (`recordValues`, `entryValues`): strings and numbers cross to the thread far cheaper than objects.
+ * their own), and `find`, which reads what only that thread indexes. Each takes the thread's state
+ * first, then the arguments of the `CommandStore` method of the same name, with records and entries
+ * as the flat values their statements take (`recordValues`, `entryValues`): strings and numbers
+ * cross to the thread far cheaper than objects.
  */
 export const WRITES = {
   /** Stores the record and the entry unless a live record holds the id; returns that record. */
-  accept(sql: Statements, record: RecordValues, entry: EntryValues, nowMs: number): IdempotencyRecord | undefined {
-    const answer = acceptOne(sql, record, entry, nowMs);
+  accept(w: WriterState, record: RecordValues, entry: EntryValues, nowMs: number): IdempotencyRecord | undefined {
+    const answer = acceptOne(w, record, entry, nowMs);
     return typeof answer === 'number' ? undefined : answer;
   },
   /** Per item, the live record holding its id, or the seq of its new entry (a number: the answer crosses back small). */
-  acceptBatch(sql: Statements, items: Array<[RecordValues, EntryValues]>, nowMs: number): Array<IdempotencyRecord | number> {
-    return items.map(([record, entry]) => acceptOne(sql, record, entry, nowMs));
+  acceptBatch(w: WriterState, items: Array<[RecordValues, EntryValues]>, nowMs: number): Array<IdempotencyRecord | number> {
+    return items.map(([record, entry]) => acceptOne(w, record, entry, nowMs));
   },
-  claim(sql: Statements, record: RecordValues, nowMs: number): IdempotencyRecord | undefined {
-    return storeUnlessLive(sql, record, nowMs);
+  claim(w: WriterState, record: RecordValues, nowMs: number): IdempotencyRecord | undefined {
+    return storeUnlessLive(w, record, nowMs);
   },
-  purgeExpired(sql: Statements, nowMs: number): number {
+  /** The live record of `id` at `nowMs`, or undefined (reads only). */
+  find(w: WriterState, id: string, nowMs: number): IdempotencyRecord | undefined {
+    const row = findRow(w, id, idHash(id));
+    return row && row.expires_ms > nowMs ? recordOf(row) : undefined;
+  },
+  purgeExpired({ sql }: WriterState, nowMs: number): number {
+    sql.purgeIds.run(nowMs);
     return Number(sql.purgeExpired.run(nowMs).changes);
   },
   /** Returns the entry's seq. */
-  enqueue(sql: Statements, entry: EntryValues): number {
+  enqueue({ sql }: WriterState, entry: EntryValues): number {
     return Number(sql.insertEntry.run(...entry).lastInsertRowid);
   },
   /** Reads what is due, then pushes its due time to the lease's end (the claim); returns the rows as read (`entriesOf`). */
-  claimDue(sql: Statements, backend: string, nowMs: number, limit: number, leaseMs: number): unknown[] {
+  claimDue({ sql }: WriterState, backend: string, nowMs: number, limit: number, leaseMs: number): unknown[] {
     const rows = sql.due.all(backend, nowMs, Math.max(0, limit)) as unknown as OutboxRow[];
     for (const row of rows) sql.lease.run(nowMs + leaseMs, row.seq);
     return rows;
   },
-  reschedule(sql: Statements, seq: number, attempts: number, nextAttemptMs: number, lastError: string): void {
+  reschedule({ sql }: WriterState, seq: number, attempts: number, nextAttemptMs: number, lastError: string): void {
     sql.reschedule.run(attempts, nextAttemptMs, lastError, seq);
   },
-  complete(sql: Statements, seq: number): void {
+  complete({ sql }: WriterState, seq: number): void {
     sql.complete.run(seq);
   },
-  rememberAlias(sql: Statements, id: string, alias: string): void {
+  rememberAlias({ sql }: WriterState, id: string, alias: string): void {
     const known = sql.aliasCount.get(id)!.n as number;
     if (known < MAX_ALIASES_PER_COMMAND) sql.insertAlias.run(id, alias);
   },
@@ -207,39 +283,56 @@ export type WriteName = keyof Writes;
 
 /**
  * Writes whose loss in a power cut only re-delivers a command (at least once; result events keep
- * their ids): a transaction of these alone commits with `synchronous=NORMAL`, without an fsync.
- * Every other write (an accept above all: a 201 must survive a power cut) commits with `FULL`.
+ * their ids), and `find`, which writes nothing: a transaction of these alone commits with
+ * `synchronous=NORMAL`, without an fsync. Every other write (an accept above all: a 201 must
+ * survive a power cut) commits with `FULL`.
  */
-export const RELAXED_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['claimDue', 'reschedule', 'complete', 'purgeExpired']);
+export const RELAXED_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['claimDue', 'reschedule', 'complete', 'purgeExpired', 'find']);
 
 /**
- * Writes that are one SQL statement: SQLite undoes a failing statement alone (the transaction goes
- * on), so the writer thread runs these without a savepoint of their own (`complete` is most writes).
+ * Writes that are one SQL statement (or none): SQLite undoes a failing statement alone (the
+ * transaction goes on), so the writer thread runs these without a savepoint of their own
+ * (`complete` is most writes).
  */
-export const SINGLE_STATEMENT_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['complete', 'reschedule', 'purgeExpired', 'enqueue']);
+export const SINGLE_STATEMENT_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['complete', 'reschedule', 'enqueue', 'find']);
 
 /** Stores the record and the entry unless a live record holds the id: that record, or the entry's seq. */
-function acceptOne(sql: Statements, record: RecordValues, entry: EntryValues, nowMs: number): IdempotencyRecord | number {
-  return storeUnlessLive(sql, record, nowMs) ?? Number(sql.insertEntry.run(...entry).lastInsertRowid);
+function acceptOne(w: WriterState, record: RecordValues, entry: EntryValues, nowMs: number): IdempotencyRecord | number {
+  return storeUnlessLive(w, record, nowMs) ?? Number(w.sql.insertEntry.run(...entry).lastInsertRowid);
 }
 
-/** Stores the record unless a live record holds its id (that record is returned); an expired one is replaced. */
-function storeUnlessLive(sql: Statements, record: RecordValues, nowMs: number): IdempotencyRecord | undefined {
+/**
+ * Stores the record unless a live record holds its id (that record is returned); an expired one is
+ * replaced. The new record is appended at the next rowid and indexed in memory only.
+ */
+function storeUnlessLive(w: WriterState, record: RecordValues, nowMs: number): IdempotencyRecord | undefined {
   const [id, principal, fingerprint, answer, expiresMs] = record;
-  const idKey = idHash(id);
-  const row = sql.findRecord.get(idKey, id) as unknown as RecordRow | undefined;
+  const key = idHash(id);
+  const row = findRow(w, id, key);
   if (row) {
     if (row.expires_ms > nowMs) return recordOf(row);
-    sql.dropRecord.run(row.rec);
+    w.sql.dropRecord.run(row.rec);
+    w.sql.dropId.run(key, row.rec);
   }
-  sql.insertRecord.run(id, idKey, principal, fingerprint, answer, expiresMs);
+  // Taken before the insert runs: a rowid the insert fails to use (undone) is skipped, never reused.
+  const rec = w.nextRec++;
+  w.sql.insertRecord.run(rec, id, key, principal, fingerprint, answer, expiresMs);
+  // An entry whose insert is undone later (its savepoint, its transaction) leads to no record: `findRow` skips it.
+  w.recent.add(key, rec);
   return undefined;
 }
 
-/** The live record of `id` at `nowMs`, or undefined. */
-export function liveRecord(sql: Statements, id: string, nowMs: number): IdempotencyRecord | undefined {
-  const row = sql.findRecord.get(idHash(id), id) as unknown as RecordRow | undefined;
-  return row && row.expires_ms > nowMs ? recordOf(row) : undefined;
+/** The record of `id` (whose hash is `key`), live or expired: among the records indexed in memory first, then those merged. */
+function findRow(w: WriterState, id: string, key: number): RecordRow | undefined {
+  let found: RecordRow | undefined;
+  const holds = (rec: number): boolean => {
+    const row = w.sql.recordAt.get(rec) as unknown as RecordRow | undefined;
+    if (row?.id !== id) return false;
+    found = row;
+    return true;
+  };
+  if (w.recent.find(key, holds) !== undefined || w.merging?.find(key, holds) !== undefined) return found;
+  return w.sql.findMerged.get(key, id) as unknown as RecordRow | undefined;
 }
 
 function recordOf(row: RecordRow): IdempotencyRecord {

@@ -13,7 +13,7 @@
 import type { AcceptAnswer, AcceptItem, ClaimedOutboxEntry, CommandStore, IdempotencyRecord, NewOutboxEntry, OutboxEntry } from './CommandStore.ts';
 import { SqliteHandle } from '../storage/sqlite.ts';
 import {
-  claimedEntriesOf, entriesOf, entryValues, liveRecord, migrate, prepareStatements, recordValues, SCHEMA, type EntryValues, type RecordValues, type Statements,
+  claimedEntriesOf, entriesOf, entryValues, migrate, prepareStatements, recordValues, SCHEMA, type EntryValues, type RecordValues, type Statements,
 } from './sqlite-command-sql.ts';
 import { SqliteWriter, type WriterHealth } from './sqlite-writer.ts';
 
@@ -29,15 +29,16 @@ export class SqliteCommandStore implements CommandStore {
   /**
    * @param path the database file (its directory is created), usually `storage.path`.
    * @param health told when the writer thread dies and when a restarted one is up.
+   * @param options `mergeAt`: records indexed in the writer thread's memory before it merges them into the file (tests make it small).
    */
-  constructor(path: string, health?: WriterHealth) {
+  constructor(path: string, health?: WriterHealth, options: { mergeAt?: number } = {}) {
     this.#sqlite = new SqliteHandle('SqliteCommandStore', path, {
       schema: SCHEMA,
       prepare: prepareStatements,
       busyTimeoutMs: BUSY_TIMEOUT_MS,
       migrate,
     });
-    this.writer = new SqliteWriter('SqliteCommandStore', { path, busyTimeoutMs: BUSY_TIMEOUT_MS }, health);
+    this.writer = new SqliteWriter('SqliteCommandStore', { path, busyTimeoutMs: BUSY_TIMEOUT_MS, ...options }, health);
   }
 
   async open(): Promise<void> {
@@ -72,8 +73,9 @@ export class SqliteCommandStore implements CommandStore {
     return this.writer.run('claim', recordValues(record), nowMs);
   }
 
-  async find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
-    return liveRecord(this.#sqlite.statements, id, nowMs);
+  find(id: string, nowMs: number): Promise<IdempotencyRecord | undefined> {
+    // On the writer thread: it alone indexes the newest records (in its memory).
+    return this.writer.run('find', id, nowMs);
   }
 
   purgeExpired(nowMs: number): Promise<number> {

@@ -8,14 +8,19 @@
  * commit), except a write of one statement, which SQLite undoes alone without one
  * (`SINGLE_STATEMENT_WRITES`). The commit is `synchronous=FULL` unless every write merged is in
  * `RELAXED_WRITES`. Its fsync happens here, off the gateway's event loop.
+ *
+ * The thread takes the file over as it opens and indexes its newest records in memory; between
+ * commits it merges them into the on-disk id index (`sqlite-id-merge.ts`). A transaction of a
+ * thread another has taken the file from fails with `STORE_TAKEN_OVER`.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import { SqliteHandle } from '../storage/sqlite.ts';
 import { prepareStatements, RELAXED_WRITES, SCHEMA, SINGLE_STATEMENT_WRITES, WRITES, type WriteName } from './sqlite-command-sql.ts';
+import { checkOwner, IdMerge, StoreTakenOver, takeOver, type OwnedState } from './sqlite-id-merge.ts';
 import { MAX_MERGED_WRITES, type ErrorData, type WriteAnswer, type WriteBatch, type WriterData, type WriterMessage } from './sqlite-writer.ts';
 
-const { path, busyTimeoutMs } = workerData as WriterData;
+const { path, busyTimeoutMs, mergeAt } = workerData as WriterData;
 const port = parentPort!;
 
 function prepare(db: DatabaseSync) {
@@ -29,17 +34,52 @@ function prepare(db: DatabaseSync) {
 
 const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
 let synchronous: 'FULL' | 'NORMAL' = 'FULL';
+/** This thread's hold on the file, and the merge of its id index (set once open). */
+let state: OwnedState;
+let merge: IdMerge | undefined;
+
+function setSynchronous(wanted: 'FULL' | 'NORMAL'): void {
+  if (wanted === synchronous) return;
+  handle.db.exec(`PRAGMA synchronous = ${wanted}`);
+  synchronous = wanted;
+}
 
 function runBatch(batch: WriteBatch): { answers: WriteAnswer[] } | { failed: ErrorData } {
-  const wanted = batch.every(([name]) => RELAXED_WRITES.has(name)) ? 'NORMAL' : 'FULL';
-  if (wanted !== synchronous) {
-    handle.db.exec(`PRAGMA synchronous = ${wanted}`);
-    synchronous = wanted;
-  }
+  setSynchronous(batch.every(([name]) => RELAXED_WRITES.has(name)) ? 'NORMAL' : 'FULL');
   try {
-    return { answers: handle.transaction((statements) => batch.map(([name, args]) => runWrite(statements, name, args))) };
+    return {
+      answers: handle.transaction((statements) => {
+        checkOwner(state);
+        return batch.map(([name, args]) => runWrite(statements, name, args));
+      }),
+    };
   } catch (err) {
+    stopIfTakenOver(err);
     return { failed: errorData(err) };
+  }
+}
+
+/** Another thread has the file: this one merges no more (it is told to close). */
+function stopIfTakenOver(err: unknown): void {
+  if (err instanceof StoreTakenOver) {
+    clearTimeout(mergeTimer);
+    merge = undefined;
+  }
+}
+
+/** One step of the merge of the id index, in a transaction of its own (it indexes what is durable already: no fsync). */
+function mergeStep(merge: IdMerge): void {
+  setSynchronous('NORMAL');
+  try {
+    handle.transaction(() => {
+      checkOwner(state);
+      merge.step();
+    });
+    merge.committed();
+  } catch (err) {
+    // An I/O error (the batches say so): tried again later. Taken over: the next batch is refused for it.
+    merge.failed();
+    stopIfTakenOver(err);
   }
 }
 
@@ -47,7 +87,7 @@ function runWrite(statements: ReturnType<typeof prepare>, name: WriteName, args:
   const write = WRITES[name] as (...all: unknown[]) => unknown;
   if (SINGLE_STATEMENT_WRITES.has(name)) {
     try {
-      return { value: write(statements.sql, ...args) };
+      return { value: write(state, ...args) };
     } catch (err) {
       // SQLite undid the statement; when it ended the whole transaction (I/O error) the batch fails.
       if (!handle.db.isTransaction) throw err;
@@ -56,7 +96,7 @@ function runWrite(statements: ReturnType<typeof prepare>, name: WriteName, args:
   }
   statements.savepoint.run();
   try {
-    const value = write(statements.sql, ...args);
+    const value = write(state, ...args);
     statements.release.run();
     return { value };
   } catch (err) {
@@ -81,6 +121,8 @@ try {
   // Each write's savepoint keeps a statement journal (the pages it changed, to undo it alone). With
   // temp files SQLite creates, writes and unlinks one for every transaction; in memory it is a buffer.
   handle.db.exec('PRAGMA temp_store = MEMORY');
+  state = handle.transaction(({ sql }) => takeOver(sql));
+  merge = new IdMerge(state, mergeAt);
   port.postMessage({ ready: true } satisfies WriterMessage);
 } catch (err) {
   port.postMessage({ failed: errorData(err), batches: 0 } satisfies WriterMessage);
@@ -89,11 +131,21 @@ try {
 
 /** Batches received and not yet committed, in the order sent. */
 const received: WriteBatch[] = [];
+/** A turn is to run at once (batches came). */
 let scheduled = false;
+/** A turn is to run when the merge may take its next step. */
+let mergeTimer: NodeJS.Timeout | undefined;
+
+/** A turn of this thread's work: the batches received commit, then a step of the merge when it may take one. */
+function turn(): void {
+  scheduled = false;
+  if (received.length > 0) commitReceived();
+  if (merge?.waitMs() === 0) mergeStep(merge);
+  scheduleTurn();
+}
 
 /** Commits the batches received (as many as `MAX_MERGED_WRITES` allows) in one transaction and answers each. */
 function commitReceived(): void {
-  scheduled = false;
   let count = 0;
   let writes = 0;
   while (count < received.length && (count === 0 || writes + received[count].length <= MAX_MERGED_WRITES)) writes += received[count++].length;
@@ -105,24 +157,43 @@ function commitReceived(): void {
     let at = 0;
     port.postMessage({ answers: batches.map((batch) => outcome.answers.slice(at, (at += batch.length))) } satisfies WriterMessage);
   }
-  scheduleCommit();
 }
 
-/** The next commit runs once the messages that came during this one are all received (a later turn of this thread's loop). */
-function scheduleCommit(): void {
-  if (scheduled || received.length === 0) return;
-  scheduled = true;
-  setImmediate(commitReceived);
+/**
+ * Batches waiting: the next turn runs once the messages that came during this one are all received
+ * (a later turn of this thread's loop). Else, a merge under way: when it may take its next step.
+ */
+function scheduleTurn(): void {
+  if (scheduled) return;
+  if (received.length > 0) {
+    clearTimeout(mergeTimer);
+    mergeTimer = undefined;
+    scheduled = true;
+    setImmediate(turn);
+    return;
+  }
+  const wait = merge?.waitMs();
+  if (wait === undefined || mergeTimer) return;
+  mergeTimer = setTimeout(() => {
+    mergeTimer = undefined;
+    turn();
+  }, wait);
 }
 
 port.on('message', (message: WriteBatch | 'close') => {
   if (message === 'close') {
     // Sent once every write was answered; a batch still here would be committed first.
     while (received.length > 0) commitReceived();
+    // A merge cut short here goes on from the records when the file is opened again.
+    clearTimeout(mergeTimer);
+    merge = undefined;
     handle.close();
     port.close();
     return;
   }
   received.push(message);
-  scheduleCommit();
+  scheduleTurn();
 });
+
+// A file opened with many records not merged yet: the merge starts now, not with the first batch.
+if (merge) scheduleTurn();

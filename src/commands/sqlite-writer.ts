@@ -19,10 +19,14 @@
  * connection left open, and the writes it may have committed unanswered are idempotent accepts
  * (retried under the same id) or dispatch bookkeeping that leases make good. Without commands the
  * dispatcher's claims and the idempotency purge (at least every minute) are such writes.
+ *
+ * A thread whose file another process opened since (`STORE_TAKEN_OVER`, `sqlite-id-merge.ts`) is
+ * not restarted: the store refuses every write with `STORE_UNAVAILABLE` and `up` stays false.
  */
 import { Worker } from 'node:worker_threads';
 import { ProtoError } from '../errors.ts';
 import type { WriteName, Writes } from './sqlite-command-sql.ts';
+import { STORE_TAKEN_OVER } from './sqlite-id-merge.ts';
 
 /** Most writes the thread merges into one transaction (a batch is never split: one larger goes alone). */
 export const MAX_MERGED_WRITES = 1024;
@@ -31,6 +35,8 @@ export const MAX_MERGED_WRITES = 1024;
 export interface WriterData {
   path: string;
   busyTimeoutMs: number;
+  /** Records indexed in the thread's memory before it merges them into the file's id index (default `MERGE_AT`). */
+  mergeAt?: number;
 }
 
 /** A batch sent to the thread: each write's name and its arguments (after the statements). */
@@ -69,10 +75,12 @@ interface Pending {
   reject(err: Error): void;
 }
 
-/** Told when the thread dies and when a new one is up (the gateway logs both). */
+/** Told when the thread dies, when a new one is up, and when another process took the file over (the gateway logs each). */
 export interface WriterHealth {
   down(reason: Error): void;
   up(): void;
+  /** The store no longer writes, and is not restarted (`down` is not called for it). */
+  takenOver(reason: Error): void;
 }
 
 /** The writer thread of one store file, seen from the event loop. */
@@ -228,8 +236,21 @@ export class SqliteWriter {
 
   /** The answers of the oldest batches in flight (those one transaction held). */
   #answered(message: { answers: WriteAnswer[][] } | { failed: ErrorData; batches: number }): void {
-    if ('failed' in message) for (let i = 0; i < message.batches; i++) this.#settle(this.#inFlight.shift() ?? [], message);
-    else for (const answers of message.answers) this.#settle(this.#inFlight.shift() ?? [], { answers });
+    if ('failed' in message) {
+      if (message.failed.code === STORE_TAKEN_OVER) return this.#takenOver(message.failed);
+      for (let i = 0; i < message.batches; i++) this.#settle(this.#inFlight.shift() ?? [], message);
+    } else for (const answers of message.answers) this.#settle(this.#inFlight.shift() ?? [], { answers });
+  }
+
+  /**
+   * Another thread (another process) opened the file and writes it now: this one writes nothing
+   * more (what is in flight or queued is refused with `STORE_UNAVAILABLE`), and is not restarted
+   * (a new thread would take the file back, each undoing the other).
+   */
+  #takenOver(data: ErrorData): void {
+    const reason = this.#unavailable(data.message);
+    this.#health?.takenOver(reason);
+    this.#stop(reason);
   }
 
   /** Settles each write of `batch` with its answer (or the batch's failure). */

@@ -3,7 +3,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import { SqliteCommandStore } from '../../src/commands/sqlite-store.ts';
 import { SqliteEventLog } from '../../src/log/sqlite.ts';
-import { tempDir } from '../support/gateway.ts';
+import { eventually, tempDir } from '../support/gateway.ts';
 import { cloudEvent } from '../log/fixtures/cloud-event.ts';
 import { idHash } from '../../src/commands/sqlite-command-sql.ts';
 import { commandStoreContract, idempotencyContract, outboxContract, outboxEntry, record } from './store-contract.ts';
@@ -93,9 +93,11 @@ describe('SqliteCommandStore on the event log file', () => {
     const db = new DatabaseSync(path);
     expect(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'command_ids%'").all()).toEqual([]);
     expect(db.prepare('SELECT id FROM command_records ORDER BY id').all().map((row) => row.id)).toEqual(['gone', 'live']);
-    // The indexes dropped for the copy are built again.
+    // The index dropped for the copy is built again. The moved record is in the id index on disk
+    // (the expired one's entry went with it; its new record is indexed in the writer's memory).
     expect(db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'command_records' ORDER BY name").all().map((row) => row.name))
-      .toEqual(['command_records_expires', 'command_records_id']);
+      .toEqual(['command_records_expires']);
+    expect(db.prepare('SELECT r.id FROM command_record_ids i JOIN command_records r ON r.rowid = i.rec').all().map((row) => row.id)).toEqual(['live']);
     db.close();
   });
 
@@ -111,17 +113,20 @@ describe('SqliteCommandStore on the event log file', () => {
     await reopened.close();
     const db = new DatabaseSync(path);
     expect(db.prepare('SELECT id FROM command_records ORDER BY id').all().map((row) => row.id)).toEqual(['both', 'only-old']);
-    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'command_records%' ORDER BY name").all().map((row) => row.name))
-      .toEqual(['command_records', 'command_records_expires', 'command_records_id']);
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'command_record%' ORDER BY name").all().map((row) => row.name))
+      .toEqual(['command_record_ids', 'command_records', 'command_records_expires']);
     db.close();
   });
 
   it('tells apart two ids whose index keys are the same: a record is found by its own id only', async () => {
-    const { path, now, store } = await storeHolding('first');
+    const { path, now, store: first } = await storeHolding('first');
+    await first.close();
     // A second id sharing the first's key: made so here (52 bits of SHA-256 do not collide on their own).
     const db = new DatabaseSync(path, { timeout: 5000 });
     db.prepare('UPDATE command_records SET id_hash = ? WHERE id = ?').run(idHash('second'), 'first');
     db.close();
+    const store = new SqliteCommandStore(path);
+    await store.open();
 
     expect(await store.find('second', now)).toBeUndefined();
     expect(await store.accept(record('second', { expiresMs: now + 60_000 }), outboxEntry('second'), now)).toBeUndefined();
@@ -139,5 +144,185 @@ describe('SqliteCommandStore on the event log file', () => {
     const db = new DatabaseSync(path);
     expect(db.prepare('SELECT fingerprint FROM command_records WHERE id = ?').all('again').map((row) => row.fingerprint)).toEqual(['fp-new']);
     db.close();
+  });
+});
+
+/** What the file's id index holds: its entries, how many lead to no record or repeat one, how far records are merged and how many records that is. */
+function idIndexOf(path: string): { entries: number; dangling: number; duplicates: number; mergedThrough: number; merged: number } {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const n = (sql: string): number => (db.prepare(sql).get() as { n: number }).n;
+    return {
+      entries: n('SELECT COUNT(*) AS n FROM command_record_ids'),
+      dangling: n('SELECT COUNT(*) AS n FROM command_record_ids i LEFT JOIN command_records r ON r.rowid = i.rec WHERE r.rowid IS NULL'),
+      duplicates: n('SELECT COUNT(*) - COUNT(DISTINCT rec) AS n FROM command_record_ids'),
+      mergedThrough: n('SELECT merged_through AS n FROM command_store_writer'),
+      merged: n('SELECT COUNT(*) AS n FROM command_records WHERE rowid <= (SELECT merged_through FROM command_store_writer)'),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/** Accepts `ids` (records live for a minute from `now`, unless `ttlMs`), ten to a batch; every one must be new. */
+async function acceptAll(store: SqliteCommandStore, ids: string[], now: number, ttlMs = 60_000): Promise<void> {
+  for (let i = 0; i < ids.length; i += 10) {
+    const items = ids.slice(i, i + 10).map((id) => ({ record: record(id, { expiresMs: now + ttlMs }), entry: outboxEntry(id) }));
+    for (const answer of await store.acceptBatch(items, now)) expect(answer).toHaveProperty('seq');
+  }
+}
+
+/** Every id of `ids` is held: found, and an accept of it again gets its record back. */
+async function expectHeld(store: SqliteCommandStore, ids: string[], now: number): Promise<void> {
+  for (const id of ids) {
+    expect(await store.find(id, now)).toMatchObject({ id, fingerprint: `fp-${id}` });
+    const [again] = await store.acceptBatch([{ record: record(id, { fingerprint: 'other', expiresMs: now + 60_000 }), entry: outboxEntry(id) }], now);
+    expect(again).toMatchObject({ holder: { id, fingerprint: `fp-${id}` } });
+  }
+}
+
+const idsFrom = (prefix: string, count: number): string[] => Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
+
+describe('SqliteCommandStore id index (the newest records indexed in the writer thread, merged into the file)', () => {
+  it('merges the records into the file once mergeAt are held, a key range at a time, and holds every id before and after, across a reopen', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path, undefined, { mergeAt: 50 });
+    await store.open();
+    const ids = idsFrom('cmd', 425);
+    await acceptAll(store, ids, now);
+    // Merged while accepting: all but the newest (fewer than mergeAt, plus what came while a merge waited to start).
+    await eventually(() => idIndexOf(path).entries >= 350);
+    await expectHeld(store, ids, now);
+    await store.close();
+    const index = idIndexOf(path);
+    expect(index).toMatchObject({ entries: index.merged, dangling: 0, duplicates: 0 });
+
+    // A new writer thread indexes again what was not merged; the rest it finds in the file.
+    const reopened = new SqliteCommandStore(path);
+    await reopened.open();
+    await expectHeld(reopened, ids, now);
+    await reopened.close();
+  });
+
+  it('merges again, from the records, what a merge cut short had written (a crash): no id lost, none indexed twice', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path);
+    await store.open();
+    const ids = idsFrom('cmd', 300);
+    await acceptAll(store, ids, now);
+    await store.close();
+    expect(idIndexOf(path)).toMatchObject({ entries: 0, mergedThrough: 0 });
+    // What a merge killed before its last key range leaves: some records indexed, merged_through not moved.
+    const db = new DatabaseSync(path);
+    db.exec('INSERT INTO command_record_ids SELECT id_hash, rowid FROM command_records WHERE id_hash < 2251799813685248');
+    const partly = (db.prepare('SELECT COUNT(*) AS n FROM command_record_ids').get() as { n: number }).n;
+    db.close();
+    expect(partly).toBeGreaterThan(50);
+
+    const reopened = new SqliteCommandStore(path, undefined, { mergeAt: 100 });
+    await reopened.open();
+    // Opened with 300 records above merged_through: the merge starts without a write asking for it.
+    await eventually(() => idIndexOf(path).mergedThrough === 300);
+    expect(idIndexOf(path)).toMatchObject({ entries: 300, duplicates: 0, dangling: 0 });
+    await expectHeld(reopened, ids, now);
+    await reopened.close();
+  });
+
+  it('leaves no entry in the file for a record purged or replaced, whether it was merged or still in memory', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path, undefined, { mergeAt: 20 });
+    await store.open();
+    // Merged (some of them), then purged.
+    await acceptAll(store, idsFrom('early', 30), now, 10);
+    await eventually(() => idIndexOf(path).entries >= 20);
+    expect(await store.purgeExpired(now + 10)).toBe(30);
+    expect(idIndexOf(path).entries).toBe(0);
+    // In memory when purged: the next merge skips them.
+    await acceptAll(store, idsFrom('late', 10), now, 10);
+    expect(await store.purgeExpired(now + 10)).toBe(10);
+    // Accepted again once purged, then enough to merge twice.
+    await acceptAll(store, ['early-0', 'early-29', 'late-0'], now + 10);
+    await acceptAll(store, idsFrom('more', 40), now);
+    await eventually(() => idIndexOf(path).mergedThrough > 70);
+    await expectHeld(store, ['early-0', 'early-29', 'late-0', ...idsFrom('more', 40)], now + 10);
+    await store.close();
+    const index = idIndexOf(path);
+    expect(index).toMatchObject({ dangling: 0, duplicates: 0 });
+    expect(index.entries).toBe(index.merged);
+  });
+
+  it('opens a file of the version before (records found by an index of command_records): every id is held, that index is gone, each record is in the id index', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE command_records (id TEXT NOT NULL, id_hash INTEGER NOT NULL, principal TEXT NOT NULL, fingerprint TEXT NOT NULL, answer TEXT NOT NULL, expires_ms INTEGER NOT NULL);
+      CREATE INDEX command_records_id ON command_records (id_hash);
+      CREATE INDEX command_records_expires ON command_records (expires_ms);`);
+    const insert = old.prepare('INSERT INTO command_records (id, id_hash, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?, ?)');
+    const ids = idsFrom('cmd', 100);
+    for (const id of ids) insert.run(id, idHash(id), 'ops', `fp-${id}`, JSON.stringify({ status: 201, body: { id } }), now + 60_000);
+    old.close();
+
+    const store = new SqliteCommandStore(path);
+    await store.open();
+    await expectHeld(store, ids, now);
+    await store.close();
+    expect(idIndexOf(path)).toMatchObject({ entries: 100, mergedThrough: 100, dangling: 0, duplicates: 0 });
+    const db = new DatabaseSync(path, { readOnly: true });
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name = 'command_records_id'").all()).toEqual([]);
+    db.close();
+  });
+
+  it('opens a file the version before wrote to after this one (its index back, records added and deleted beside the id index): the id index is built again', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path, undefined, { mergeAt: 10 });
+    await store.open();
+    const ids = idsFrom('cmd', 25);
+    await acceptAll(store, ids, now);
+    await eventually(() => idIndexOf(path).entries >= 20);
+    await store.close();
+    // The version before: builds its index on open, appends a record, purges one it merged here.
+    const old = new DatabaseSync(path);
+    old.exec("CREATE INDEX command_records_id ON command_records (id_hash); DELETE FROM command_records WHERE id = 'cmd-0'");
+    old.prepare('INSERT INTO command_records (id, id_hash, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?, ?)')
+      .run('by-old', idHash('by-old'), 'ops', 'fp-by-old', JSON.stringify({ status: 201, body: {} }), now + 60_000);
+    old.close();
+
+    const reopened = new SqliteCommandStore(path);
+    await reopened.open();
+    await expectHeld(reopened, [...ids.slice(1), 'by-old'], now);
+    expect(await reopened.find('cmd-0', now)).toBeUndefined();
+    await reopened.close();
+    expect(idIndexOf(path)).toMatchObject({ entries: 25, merged: 25, dangling: 0, duplicates: 0 });
+  });
+
+  it('is taken over by a second process opening the file: the first refuses writes with 503 STORE_UNAVAILABLE and stays down (not restarted), the second holds its ids', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const heard: string[] = [];
+    const first = new SqliteCommandStore(path, { down: (err) => heard.push(`down: ${err.message}`), up: () => heard.push('up'), takenOver: (err) => heard.push(`taken over: ${err.message}`) });
+    await first.open();
+    await acceptAll(first, ['before'], now);
+    const second = new SqliteCommandStore(path);
+    await second.open();
+
+    const refused = first.accept(record('after'), outboxEntry('after'), now);
+    await expect(refused).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/another process opened the store file/) });
+    expect(first.writer.up).toBe(false);
+    expect(heard).toEqual([expect.stringMatching(/^taken over: .*another process opened the store file/)]);
+    // Not restarted: a new thread would take the file back from the second.
+    await expect(first.accept(record('again'), outboxEntry('again'), now)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(first.writer.up).toBe(false);
+    expect(heard).toHaveLength(1);
+
+    await expectHeld(second, ['before'], now);
+    await acceptAll(second, ['after'], now);
+    await first.close();
+    await second.close();
   });
 });

@@ -20,7 +20,11 @@ afterEach(async () => {
   await closeAll();
 });
 
-/** A store and a second writer thread (waiting `busyTimeoutMs` for a lock) on one fresh file (the writer runs crafted writes). */
+/**
+ * A store and a second writer thread (waiting `busyTimeoutMs` for a lock) on one fresh file (the
+ * writer runs crafted writes; it took the file over from the store's own writer thread, so the
+ * store only reads).
+ */
 async function storeAndWriter(busyTimeoutMs = 5_000): Promise<{ path: string; store: SqliteCommandStore; writer: SqliteWriter }> {
   const path = join(tempDir(), 'gateway.db');
   const store = new SqliteCommandStore(path);
@@ -62,8 +66,8 @@ describe('SqliteWriter (the command store writer thread)', () => {
     expect(refused.status).toBe('rejected');
     expect(String((refused as PromiseRejectedResult).reason.message)).toMatch(/NOT NULL/);
     expect(accepted).toEqual({ status: 'fulfilled', value: undefined });
-    expect(await store.find('a', NOW)).toBeUndefined();
-    expect(await store.find('b', NOW)).toEqual(record('b'));
+    expect(await writer.run('find', 'a', NOW)).toBeUndefined();
+    expect(await writer.run('find', 'b', NOW)).toEqual(record('b'));
     expect((await store.due('orders', NOW, 10)).map((entry) => entry.id)).toEqual(['b']);
   });
 
@@ -81,7 +85,7 @@ describe('SqliteWriter (the command store writer thread)', () => {
     expect(String((refused as PromiseRejectedResult).reason?.message)).toMatch(/NOT NULL/);
     expect(last).toEqual({ status: 'fulfilled', value: undefined });
     expect((await store.due('orders', NOW, 10)).map((entry) => entry.id)).toEqual(['a', 'c']);
-    expect(await store.find('c', NOW)).toEqual(record('c'));
+    expect(await writer.run('find', 'c', NOW)).toEqual(record('c'));
   });
 
   it('sends a batch while another is in flight, and the thread commits it without waiting for the event loop to take the first answer', async () => {
@@ -207,7 +211,9 @@ describe('SqliteWriter (the command store writer thread)', () => {
 
   it('tells its health hook once when the thread dies and once when the next write has started a new one', async () => {
     const heard: string[] = [];
-    const store = new SqliteCommandStore(join(tempDir(), 'gateway.db'), { down: (err) => heard.push(`down: ${err.message}`), up: () => heard.push('up') });
+    const store = new SqliteCommandStore(join(tempDir(), 'gateway.db'), {
+      down: (err) => heard.push(`down: ${err.message}`), up: () => heard.push('up'), takenOver: (err) => heard.push(`taken over: ${err.message}`),
+    });
     await store.open();
     opened.push(store);
     await store.writer.terminate();
@@ -242,5 +248,30 @@ describe('SqliteWriter (the command store writer thread)', () => {
     // Its completion commits after the backend's answer, not with it.
     await eventually(async () => (await gw.commandStore.depth()) === 0);
     expect(orders.received).toHaveLength(2);
+  });
+
+  it('refuses commands with 503 and reports storage not ready once another process opened its store file, and does not take the file back', async () => {
+    const orders = await scriptedBackend((_req, res) => sendJson(res, 201, { ok: true }));
+    const path = join(tempDir(), 'gateway.db');
+    const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\nbackends:\n${ordersBackend(orders.url)}`, `storage: { driver: sqlite, path: ${path} }`));
+    const first = placeOrder();
+    expect((await post(`${gw.url}commands`, first)).status).toBe(201);
+    await eventually(async () => (await gw.commandStore.depth()) === 0);
+
+    const other = new SqliteCommandStore(path);
+    await other.open();
+    opened.push(other);
+    const refused = await post(`${gw.url}commands`, placeOrder());
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('STORE_UNAVAILABLE');
+    const readyz = await getJson(`${gw.url}readyz`);
+    expect(readyz.status).toBe(503);
+    expect(readyz.body.error.details.pending).toEqual(['storage']);
+    // Still refused, still not ready: no new thread took the file back.
+    expect((await post(`${gw.url}commands`, placeOrder())).status).toBe(503);
+    expect((await fetch(`${gw.url}readyz`)).status).toBe(503);
+    // The other process holds the first command's id and writes on.
+    expect(await other.find(first.id as string, Date.now())).toMatchObject({ id: first.id });
+    expect(await other.enqueue(outboxEntry('by-other'))).toMatchObject({ id: 'by-other' });
   });
 });
