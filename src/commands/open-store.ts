@@ -18,7 +18,7 @@ export async function openCommandStore(storage: StorageConfig, logger?: Logger):
   const store = storage.driver === 'redis' ? redisStore(storage) : storage.driver === 'memory' ? new MemoryCommandStore() : new SqliteCommandStore(storage.path, logger && {
     down: (err) => logger.error({ err }, 'the SQLite writer thread stopped; commands are refused with 503 until the next write restarts it'),
     up: () => logger.warn('the SQLite writer thread is up again; commands are accepted'),
-    takenOver: (err) => logger.error({ err }, `another process opened ${storage.path} and writes it now; this gateway refuses commands with 503 and is not ready until it is restarted (stop one of the two)`),
+    takenOver: (err) => logger.error({ err }, `another process opened ${storage.path} and writes it now; this gateway refuses commands with 503 and is not ready until that process stops (then it takes the file back within 20 s)`),
   });
   await store.open();
   return store;

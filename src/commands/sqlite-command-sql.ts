@@ -16,32 +16,37 @@ const EXPIRY_INDEX = 'CREATE INDEX IF NOT EXISTS command_records_expires ON comm
 
 /** The tables and indexes (`CREATE … IF NOT EXISTS`: run on every open, by both connections). */
 export const SCHEMA = `
--- Idempotency records, appended in rowid order (rowids only grow: the writer thread gives them).
+-- Idempotency records, appended in rowid order. The writer thread stores its own with in_memory = 1
+-- at rowids above every record and above merged_through (\`nextRec\`); any other insert (the
+-- migrations, a build before this one on the same file) keeps in_memory = 0.
 CREATE TABLE IF NOT EXISTS command_records (
   id          TEXT NOT NULL,
   id_hash     INTEGER NOT NULL,
   principal   TEXT NOT NULL,
   fingerprint TEXT NOT NULL,
   answer      TEXT NOT NULL,
-  expires_ms  INTEGER NOT NULL
+  expires_ms  INTEGER NOT NULL,
+  in_memory   INTEGER NOT NULL DEFAULT 0
 );
 ${EXPIRY_INDEX}
--- The id index of the records up to \`merged_through\`: a hash of the id (\`idHash\`; the record's id
--- tells apart ids that share one) and the record's rowid. The newer records are indexed in the
--- writer thread's memory (\`recent-ids.ts\`) and merged here in key order, many per leaf, instead
--- of one random leaf dirtied per accept.
+-- The id index: a hash of the id (\`idHash\`; the record's id tells apart ids that share one) and
+-- the record's rowid. It holds every record except the writer thread's above merged_through, which
+-- it indexes in its memory (\`recent-ids.ts\`) and merges here later in key order, many per leaf,
+-- instead of one random leaf dirtied per accept. The triggers (\`ID_INDEX_TRIGGERS\`) index every
+-- other insert at once and drop the entry of every record deleted, whoever deletes it.
 CREATE TABLE IF NOT EXISTS command_record_ids (
   id_hash INTEGER NOT NULL,
   rec     INTEGER NOT NULL,
   PRIMARY KEY (id_hash, rec)
 ) WITHOUT ROWID;
--- One row: the records merged into command_record_ids (rowid <= merged_through), and the epoch of
--- the writer thread that owns the file (each one opening takes it over; the one before stops writing).
+-- One row: the writer thread's records merged into command_record_ids (those at rowid <=
+-- merged_through), the epoch of the writer thread that owns the file, and its beat (\`sqlite-owner.ts\`).
 CREATE TABLE IF NOT EXISTS command_store_writer (
   epoch          INTEGER NOT NULL,
-  merged_through INTEGER NOT NULL
+  merged_through INTEGER NOT NULL,
+  beat           INTEGER NOT NULL
 );
-INSERT INTO command_store_writer (epoch, merged_through) SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM command_store_writer);
+INSERT INTO command_store_writer (epoch, merged_through, beat) SELECT 0, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM command_store_writer);
 CREATE TABLE IF NOT EXISTS outbox (
   seq             INTEGER PRIMARY KEY AUTOINCREMENT,
   id              TEXT NOT NULL,
@@ -88,11 +93,31 @@ interface OutboxRow {
   claimed: number;
 }
 
+/**
+ * Keep `command_record_ids` whole whoever writes `command_records`: an insert not the writer
+ * thread's (in_memory = 0) is indexed at once, a deleted record's entry goes with it. Created by
+ * `migrate`, once `in_memory` exists.
+ */
+const ID_INDEX_TRIGGERS = `
+CREATE TRIGGER IF NOT EXISTS command_records_indexed AFTER INSERT ON command_records WHEN NEW.in_memory = 0
+BEGIN INSERT OR IGNORE INTO command_record_ids (id_hash, rec) VALUES (NEW.id_hash, NEW.rowid); END;
+CREATE TRIGGER IF NOT EXISTS command_records_unindexed AFTER DELETE ON command_records
+BEGIN DELETE FROM command_record_ids WHERE id_hash = OLD.id_hash AND rec = OLD.rowid; END;
+`;
+
 /** Brings a file an older version wrote up to date (run by the store's own connection, before the writer thread opens). */
 export function migrate(db: DatabaseSync): void {
   addClaimedColumn(db);
+  addInMemoryColumn(db);
+  db.exec(ID_INDEX_TRIGGERS);
   moveIdIndex(db);
   moveCommandIds(db);
+}
+
+/** Records of a file from before the id index in memory get `in_memory` (0: each is in the id index, or `moveIdIndex` puts it there). */
+function addInMemoryColumn(db: DatabaseSync): void {
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('command_records').map((row) => row.name);
+  if (!columns.includes('in_memory')) db.exec('ALTER TABLE command_records ADD COLUMN in_memory INTEGER NOT NULL DEFAULT 0');
 }
 
 /** An outbox table created before claims were marked gets its `claimed` column (every entry unclaimed). */
@@ -118,8 +143,9 @@ function moveIdIndex(db: DatabaseSync): void {
 
 /**
  * The records of the table keyed by id (`command_ids`, before `command_records`) move to
- * `command_records` in one transaction: only the ids it does not hold (a file used by both
- * versions in turn), so an id keeps one record. Into an empty table they are copied before its
+ * `command_records` in one transaction (indexed by `command_records_indexed`): only the ids it
+ * does not hold (a file used by both versions in turn, its newest ids first merged into the id
+ * index to be seen), so an id keeps one record. Into an empty table they are copied before its
  * expiry index is built, which sorts once instead of inserting at random (1M records: 17 s → 4 s,
  * the event loop held meanwhile).
  */
@@ -137,7 +163,6 @@ function moveCommandIds(db: DatabaseSync): void {
                WHERE NOT EXISTS (SELECT 1 FROM command_record_ids i JOIN command_records r ON r.rowid = i.rec
                                  WHERE i.id_hash = command_id_hash(old.id) AND r.id = old.id)`);
     if (empty) db.exec(EXPIRY_INDEX);
-    indexUnmerged(db);
     db.exec('DROP TABLE command_ids');
   });
 }
@@ -174,19 +199,19 @@ export function prepareStatements(db: DatabaseSync) {
       `SELECT r.rowid AS rec, r.id, r.principal, r.fingerprint, r.answer, r.expires_ms
        FROM command_record_ids i JOIN command_records r ON r.rowid = i.rec WHERE i.id_hash = ? AND r.id = ?`,
     ),
-    insertRecord: statement('INSERT INTO command_records (rowid, id, id_hash, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    insertRecord: statement('INSERT INTO command_records (rowid, id, id_hash, principal, fingerprint, answer, expires_ms, in_memory) VALUES (?, ?, ?, ?, ?, ?, ?, 1)'),
     dropRecord: statement('DELETE FROM command_records WHERE rowid = ?'),
-    dropId: statement('DELETE FROM command_record_ids WHERE id_hash = ? AND rec = ?'),
-    purgeIds: statement('DELETE FROM command_record_ids WHERE (id_hash, rec) IN (SELECT id_hash, rowid FROM command_records WHERE expires_ms <= ?)'),
     purgeExpired: statement('DELETE FROM command_records WHERE expires_ms <= ?'),
     // A JSON array of [hash, rowid] pairs, in key order (CROSS JOIN: inserted in that order); the pairs of records gone (or holding another id) are skipped.
     mergeIds: statement(`INSERT OR IGNORE INTO command_record_ids (id_hash, rec)
                            SELECT r.id_hash, r.rowid FROM json_each(?) AS pair CROSS JOIN command_records AS r
                            WHERE r.rowid = pair.value ->> 1 AND r.id_hash = pair.value ->> 0`),
-    unmerged: statement('SELECT rowid AS rec, id_hash FROM command_records WHERE rowid > ?'),
+    unmerged: statement('SELECT rowid AS rec, id_hash FROM command_records WHERE rowid > ? AND in_memory = 1'),
     lastRec: statement('SELECT IFNULL(MAX(rowid), 0) AS rec FROM command_records'),
     takeOver: statement('UPDATE command_store_writer SET epoch = epoch + 1 RETURNING epoch, merged_through'),
     epoch: statement('SELECT epoch FROM command_store_writer'),
+    owner: statement('SELECT epoch, beat FROM command_store_writer'),
+    beat: statement('UPDATE command_store_writer SET beat = beat + 1'),
     setMerged: statement('UPDATE command_store_writer SET merged_through = ?'),
     insertEntry: statement(
       `INSERT INTO outbox (id, backend, command, principal, traceparent, accepted_ms, attempts, next_attempt_ms, last_error, claimed)
@@ -216,7 +241,10 @@ export interface WriterState {
   recent: RecentIds;
   /** The records being merged into `command_record_ids` (set aside when the merge started), until it ends. */
   merging: RecentIds | undefined;
-  /** The rowid of the next record: above every record and above `merged_through` (rowids only grow, so an unmerged record is never below it). */
+  /**
+   * The rowid of the next record: above every record (`claimFile` moves it past those another
+   * process appended) and above `merged_through`, so the thread's records not merged are all above it.
+   */
   nextRec: number;
 }
 
@@ -251,7 +279,6 @@ export const WRITES = {
     return row && row.expires_ms > nowMs ? recordOf(row) : undefined;
   },
   purgeExpired({ sql }: WriterState, nowMs: number): number {
-    sql.purgeIds.run(nowMs);
     return Number(sql.purgeExpired.run(nowMs).changes);
   },
   /** Returns the entry's seq. */
@@ -290,11 +317,11 @@ export type WriteName = keyof Writes;
 export const RELAXED_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['claimDue', 'reschedule', 'complete', 'purgeExpired', 'find']);
 
 /**
- * Writes that are one SQL statement (or none): SQLite undoes a failing statement alone (the
- * transaction goes on), so the writer thread runs these without a savepoint of their own
- * (`complete` is most writes).
+ * Writes that are one SQL statement (its triggers' work included), and `find`, which writes
+ * nothing: SQLite undoes a failing statement alone (the transaction goes on), so the writer thread
+ * runs these without a savepoint of their own (`complete` is most writes).
  */
-export const SINGLE_STATEMENT_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['complete', 'reschedule', 'enqueue', 'find']);
+export const SINGLE_STATEMENT_WRITES: ReadonlySet<WriteName> = new Set<WriteName>(['complete', 'reschedule', 'purgeExpired', 'enqueue', 'find']);
 
 /** Stores the record and the entry unless a live record holds the id: that record, or the entry's seq. */
 function acceptOne(w: WriterState, record: RecordValues, entry: EntryValues, nowMs: number): IdempotencyRecord | number {
@@ -312,7 +339,6 @@ function storeUnlessLive(w: WriterState, record: RecordValues, nowMs: number): I
   if (row) {
     if (row.expires_ms > nowMs) return recordOf(row);
     w.sql.dropRecord.run(row.rec);
-    w.sql.dropId.run(key, row.rec);
   }
   // Taken before the insert runs: a rowid the insert fails to use (undone) is skipped, never reused.
   const rec = w.nextRec++;

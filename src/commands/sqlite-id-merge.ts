@@ -1,13 +1,6 @@
 /**
- * The writer thread's side of the SQLite store's id index (`sqlite-writer-thread.ts`): taking the
- * file over when the thread opens, and merging the records indexed in its memory
- * (`recent-ids.ts`) into `command_record_ids` on disk.
- *
- * Taking over: each writer thread that opens the file gives it a new epoch and indexes in memory
- * the records above `merged_through`, in one transaction. Every later transaction of the thread
- * checks the epoch first: a thread whose epoch is no longer the file's (another process opened the
- * same file; its index does not hold this one's records, nor this one's its) writes nothing more
- * (`StoreTakenOver`), instead of accepting an id the other holds.
+ * The merge of the records the SQLite store's writer thread indexes in its memory
+ * (`recent-ids.ts`) into `command_record_ids` on disk (`sqlite-writer-thread.ts`).
  *
  * Merging: once `mergeAt` records are indexed in memory, that index is set aside (a new one takes
  * the next records), its hashes are cut into key ranges of about `MERGE_CHUNK`, and a range is
@@ -17,7 +10,7 @@
  * index what is already durable, so they commit without an fsync.
  */
 import { RecentIds } from './recent-ids.ts';
-import type { Statements, WriterState } from './sqlite-command-sql.ts';
+import type { WriterState } from './sqlite-command-sql.ts';
 
 /**
  * Records indexed in memory before a merge starts: 2^19 slots of 16 bytes (8 MiB); while the merge
@@ -36,36 +29,6 @@ const MERGE_SHARE = 0.25;
 
 /** After a merge transaction failed, the next merge waits this long, in ms. */
 const MERGE_RETRY_MS = 1_000;
-
-/** The code of `StoreTakenOver`, as it crosses to the event loop (`ErrorData.code`). */
-export const STORE_TAKEN_OVER = 'STORE_TAKEN_OVER';
-
-/** Another writer thread (another process, most likely) opened the file since this one did. */
-export class StoreTakenOver extends Error {
-  readonly code = STORE_TAKEN_OVER;
-  constructor() {
-    super('another process opened the store file, and it alone writes it now; stop one of the two');
-  }
-}
-
-/** The writer's state on the file, and its epoch. */
-export interface OwnedState extends WriterState {
-  epoch: number;
-}
-
-/** In the caller's transaction: takes the file over (a new epoch) and indexes in memory the records not merged. */
-export function takeOver(sql: Statements): OwnedState {
-  const { epoch, merged_through: mergedThrough } = sql.takeOver.get() as { epoch: number; merged_through: number };
-  const recent = new RecentIds();
-  for (const row of sql.unmerged.iterate(mergedThrough)) recent.add(row.id_hash as number, row.rec as number);
-  const last = sql.lastRec.get()!.rec as number;
-  return { sql, recent, merging: undefined, nextRec: Math.max(last, mergedThrough) + 1, epoch };
-}
-
-/** In the caller's transaction: throws `StoreTakenOver` unless the file's epoch is still `state.epoch`. */
-export function checkOwner(state: OwnedState): void {
-  if (state.sql.epoch.get()!.epoch !== state.epoch) throw new StoreTakenOver();
-}
 
 interface Running {
   /** Every hash to merge (a hash may repeat), key range after key range (`RecentIds.parts`). */
@@ -88,6 +51,8 @@ export class IdMerge {
   /** When the next step may run (`performance.now()`), and when the last one started. */
   #nextStepAt = 0;
   #stepStarted = 0;
+  /** After a failed step, when the merge may try again. */
+  #retryAt = 0;
 
   constructor(state: WriterState, mergeAt = MERGE_AT) {
     this.#state = state;
@@ -98,12 +63,16 @@ export class IdMerge {
    * In how many ms the next step may run (0: now), or undefined when there is nothing to merge. A
    * step holds the file's write lock, which the event loop's connection (the event log's appends)
    * waits for, sleeping: so steps leave the lock free `1 / MERGE_SHARE - 1` times as long as they
-   * took (back to back, a merge stalled the event loop up to 500 ms).
+   * took (back to back, a merge stalled the event loop up to 500 ms), unless the merge is behind.
    */
   waitMs(): number | undefined {
     const { recent, merging } = this.#state;
     if (this.#running === undefined && merging === undefined && recent.size < this.#mergeAt) return undefined;
-    return Math.max(0, Math.ceil(this.#nextStepAt - performance.now()));
+    const now = performance.now();
+    if (now < this.#retryAt) return Math.ceil(this.#retryAt - now);
+    // Behind (accepts outrun the paced merge: the next is due already): no pause, so memory stays bounded.
+    if (merging !== undefined && recent.size >= this.#mergeAt) return 0;
+    return Math.max(0, Math.ceil(this.#nextStepAt - now));
   }
 
   /** In the caller's transaction: merges the next key range (the first of a new merge when none runs). */
@@ -154,7 +123,7 @@ export class IdMerge {
   /** The step's transaction failed: the merge starts again later, with the records set aside (what was merged is merged again, ignored). */
   failed(): void {
     this.#running = undefined;
-    this.#nextStepAt = performance.now() + MERGE_RETRY_MS;
+    this.#retryAt = performance.now() + MERGE_RETRY_MS;
   }
 
   /** The next step waits so that steps hold the lock `MERGE_SHARE` of the time at most. */

@@ -29,9 +29,10 @@ export class SqliteCommandStore implements CommandStore {
   /**
    * @param path the database file (its directory is created), usually `storage.path`.
    * @param health told when the writer thread dies and when a restarted one is up.
-   * @param options `mergeAt`: records indexed in the writer thread's memory before it merges them into the file (tests make it small).
+   * @param options for tests: `mergeAt`, records indexed in the writer thread's memory before it
+   *   merges them into the file; `beatMs`, how often the owner of the file beats (`sqlite-owner.ts`).
    */
-  constructor(path: string, health?: WriterHealth, options: { mergeAt?: number } = {}) {
+  constructor(path: string, health?: WriterHealth, options: { mergeAt?: number; beatMs?: number } = {}) {
     this.#sqlite = new SqliteHandle('SqliteCommandStore', path, {
       schema: SCHEMA,
       prepare: prepareStatements,

@@ -10,17 +10,19 @@
  * `RELAXED_WRITES`. Its fsync happens here, off the gateway's event loop.
  *
  * The thread takes the file over as it opens and indexes its newest records in memory; between
- * commits it merges them into the on-disk id index (`sqlite-id-merge.ts`). A transaction of a
- * thread another has taken the file from fails with `STORE_TAKEN_OVER`.
+ * commits it merges them into the on-disk id index (`sqlite-id-merge.ts`). A thread another has
+ * taken the file from says so (`takenOver`), fails its transactions with `STORE_TAKEN_OVER`, and
+ * takes the file back once its owner stops beating (`sqlite-owner.ts`), then says `ready` again.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import { SqliteHandle } from '../storage/sqlite.ts';
 import { prepareStatements, RELAXED_WRITES, SCHEMA, SINGLE_STATEMENT_WRITES, WRITES, type WriteName } from './sqlite-command-sql.ts';
-import { checkOwner, IdMerge, StoreTakenOver, takeOver, type OwnedState } from './sqlite-id-merge.ts';
+import { IdMerge } from './sqlite-id-merge.ts';
+import { BEAT_MS, claimFile, OwnerWatch, STALE_BEATS, StoreTakenOver, takeOver, type OwnedState } from './sqlite-owner.ts';
 import { MAX_MERGED_WRITES, type ErrorData, type WriteAnswer, type WriteBatch, type WriterData, type WriterMessage } from './sqlite-writer.ts';
 
-const { path, busyTimeoutMs, mergeAt } = workerData as WriterData;
+const { path, busyTimeoutMs, mergeAt, beatMs = BEAT_MS } = workerData as WriterData;
 const port = parentPort!;
 
 function prepare(db: DatabaseSync) {
@@ -34,9 +36,12 @@ function prepare(db: DatabaseSync) {
 
 const handle = new SqliteHandle('SqliteCommandStore writer', path, { schema: SCHEMA, prepare, busyTimeoutMs });
 let synchronous: 'FULL' | 'NORMAL' = 'FULL';
-/** This thread's hold on the file, and the merge of its id index (set once open). */
+/** This thread's hold on the file, and the merge of its id index (set once open; no merge while the file is lost). */
 let state: OwnedState;
 let merge: IdMerge | undefined;
+/** Beats while the thread owns the file and nothing else wrote meanwhile; watches the owner while it does not. */
+let ownerTimer: NodeJS.Timeout | undefined;
+let lost = false;
 
 function setSynchronous(wanted: 'FULL' | 'NORMAL'): void {
   if (wanted === synchronous) return;
@@ -49,21 +54,56 @@ function runBatch(batch: WriteBatch): { answers: WriteAnswer[] } | { failed: Err
   try {
     return {
       answers: handle.transaction((statements) => {
-        checkOwner(state);
+        claimFile(state, beatMs);
         return batch.map(([name, args]) => runWrite(statements, name, args));
       }),
     };
   } catch (err) {
-    stopIfTakenOver(err);
+    loseIfTakenOver(err);
     return { failed: errorData(err) };
   }
 }
 
-/** Another thread has the file: this one merges no more (it is told to close). */
-function stopIfTakenOver(err: unknown): void {
-  if (err instanceof StoreTakenOver) {
-    clearTimeout(mergeTimer);
-    merge = undefined;
+/** The file is another's: says so (once), merges no more, and watches the owner to take the file back when it stops beating. */
+function loseIfTakenOver(err: unknown): void {
+  if (!(err instanceof StoreTakenOver) || lost) return;
+  lost = true;
+  clearTimeout(mergeTimer);
+  mergeTimer = undefined;
+  merge = undefined;
+  port.postMessage({ takenOver: errorData(err) } satisfies WriterMessage);
+  const watch = new OwnerWatch(beatMs * STALE_BEATS);
+  clearInterval(ownerTimer);
+  ownerTimer = setInterval(() => {
+    const { epoch, beat } = handle.statements.sql.owner.get() as { epoch: number; beat: number };
+    if (!watch.stale(epoch, beat)) return;
+    try {
+      own();
+    } catch {
+      // Not now (locked, an I/O error): the watch goes on.
+    }
+  }, beatMs);
+}
+
+/** Takes the file (over, or back) and indexes its records not merged; beats from then on. Throws what the transaction threw. */
+function own(): void {
+  state = handle.transaction(({ sql }) => takeOver(sql));
+  merge = new IdMerge(state, mergeAt);
+  clearInterval(ownerTimer);
+  // A beat of its own when no transaction beat meanwhile: the owner of an idle store still beats.
+  ownerTimer = setInterval(() => {
+    if (performance.now() - state.beatAt < beatMs || received.length > 0) return;
+    setSynchronous('NORMAL');
+    try {
+      handle.transaction(() => claimFile(state, beatMs));
+    } catch (err) {
+      loseIfTakenOver(err);
+    }
+  }, beatMs);
+  if (lost) {
+    lost = false;
+    port.postMessage({ ready: true } satisfies WriterMessage);
+    scheduleTurn();
   }
 }
 
@@ -72,14 +112,14 @@ function mergeStep(merge: IdMerge): void {
   setSynchronous('NORMAL');
   try {
     handle.transaction(() => {
-      checkOwner(state);
+      claimFile(state, beatMs);
       merge.step();
     });
     merge.committed();
   } catch (err) {
-    // An I/O error (the batches say so): tried again later. Taken over: the next batch is refused for it.
+    // An I/O error (the batches say so): tried again later.
     merge.failed();
-    stopIfTakenOver(err);
+    loseIfTakenOver(err);
   }
 }
 
@@ -121,8 +161,7 @@ try {
   // Each write's savepoint keeps a statement journal (the pages it changed, to undo it alone). With
   // temp files SQLite creates, writes and unlinks one for every transaction; in memory it is a buffer.
   handle.db.exec('PRAGMA temp_store = MEMORY');
-  state = handle.transaction(({ sql }) => takeOver(sql));
-  merge = new IdMerge(state, mergeAt);
+  own();
   port.postMessage({ ready: true } satisfies WriterMessage);
 } catch (err) {
   port.postMessage({ failed: errorData(err), batches: 0 } satisfies WriterMessage);
@@ -186,6 +225,7 @@ port.on('message', (message: WriteBatch | 'close') => {
     while (received.length > 0) commitReceived();
     // A merge cut short here goes on from the records when the file is opened again.
     clearTimeout(mergeTimer);
+    clearInterval(ownerTimer);
     merge = undefined;
     handle.close();
     port.close();

@@ -20,13 +20,13 @@
  * (retried under the same id) or dispatch bookkeeping that leases make good. Without commands the
  * dispatcher's claims and the idempotency purge (at least every minute) are such writes.
  *
- * A thread whose file another process opened since (`STORE_TAKEN_OVER`, `sqlite-id-merge.ts`) is
- * not restarted: the store refuses every write with `STORE_UNAVAILABLE` and `up` stays false.
+ * A thread whose file another process opened since (`sqlite-owner.ts`) is not restarted: the
+ * store refuses every write with `STORE_UNAVAILABLE` and `up` is false until the thread takes the
+ * file back, once the other process stopped.
  */
 import { Worker } from 'node:worker_threads';
 import { ProtoError } from '../errors.ts';
 import type { WriteName, Writes } from './sqlite-command-sql.ts';
-import { STORE_TAKEN_OVER } from './sqlite-id-merge.ts';
 
 /** Most writes the thread merges into one transaction (a batch is never split: one larger goes alone). */
 export const MAX_MERGED_WRITES = 1024;
@@ -37,6 +37,8 @@ export interface WriterData {
   busyTimeoutMs: number;
   /** Records indexed in the thread's memory before it merges them into the file's id index (default `MERGE_AT`). */
   mergeAt?: number;
+  /** How often the thread beats while it owns the file, in ms (default `BEAT_MS`; a thread that lost it takes it back after `STALE_BEATS` without one). */
+  beatMs?: number;
 }
 
 /** A batch sent to the thread: each write's name and its arguments (after the statements). */
@@ -60,10 +62,12 @@ export interface ErrorData {
 const UNAVAILABLE_CODES = new Set([5, 6, 7, 8, 10, 13, 14, 15]);
 
 /**
- * What the thread posts: ready after opening; after a transaction, the answers of each batch it
- * merged (oldest first), or why the transaction failed and how many batches it held (0: the open failed).
+ * What the thread posts: ready after opening (and after taking its file back); after a
+ * transaction, the answers of each batch it merged (oldest first), or why the transaction failed
+ * and how many batches it held (0: the open failed); taken over, when another process took its
+ * file (before the failure of the transaction that found it).
  */
-export type WriterMessage = { ready: true } | { answers: WriteAnswer[][] } | { failed: ErrorData; batches: number };
+export type WriterMessage = { ready: true } | { answers: WriteAnswer[][] } | { failed: ErrorData; batches: number } | { takenOver: ErrorData };
 
 /** The arguments of a write, after the statements. */
 type WriteArgs<K extends WriteName> = Writes[K] extends (sql: never, ...args: infer A) => unknown ? A : never;
@@ -75,11 +79,11 @@ interface Pending {
   reject(err: Error): void;
 }
 
-/** Told when the thread dies, when a new one is up, and when another process took the file over (the gateway logs each). */
+/** Told when the thread dies, when another process took its file, and when it writes again (the gateway logs each). */
 export interface WriterHealth {
   down(reason: Error): void;
   up(): void;
-  /** The store no longer writes, and is not restarted (`down` is not called for it). */
+  /** No write until the process that took the file stops and the thread takes it back (`up` then). */
   takenOver(reason: Error): void;
 }
 
@@ -97,6 +101,8 @@ export class SqliteWriter {
   #stopped: Error | undefined;
   /** The thread died (not closed): the next write starts a new one. */
   #crashed = false;
+  /** Another process took the file: no write until the thread takes it back (it says `ready`). */
+  #lost = false;
   #onIdle: (() => void) | undefined;
   #opened: Promise<void> | undefined;
   #exited: Promise<void> | undefined;
@@ -149,11 +155,15 @@ export class SqliteWriter {
           if (this.#inFlight.length === 0) worker.unref();
           if (!this.#closing) {
             this.#stopped = undefined;
-            if (this.#crashed) this.#health?.up();
+            if (this.#crashed || this.#lost) this.#health?.up();
             this.#crashed = false;
+            this.#lost = false;
           }
           resolve();
-        } else if (this.#stopped) failed(this.#errorOf('failed' in message ? message.failed : { message: 'unexpected answer' }));
+        } else if ('takenOver' in message) this.#takenOver(message.takenOver);
+        // Answers of batches refused already (`#takenOver` refused every write in flight).
+        else if (this.#lost) return;
+        else if (this.#stopped) failed(this.#errorOf('failed' in message ? message.failed : { message: 'unexpected answer' }));
         else this.#answered(message);
       });
       worker.on('error', (err) => died(this.#unavailable(`the writer thread failed: ${err.message}`)));
@@ -236,21 +246,23 @@ export class SqliteWriter {
 
   /** The answers of the oldest batches in flight (those one transaction held). */
   #answered(message: { answers: WriteAnswer[][] } | { failed: ErrorData; batches: number }): void {
-    if ('failed' in message) {
-      if (message.failed.code === STORE_TAKEN_OVER) return this.#takenOver(message.failed);
-      for (let i = 0; i < message.batches; i++) this.#settle(this.#inFlight.shift() ?? [], message);
-    } else for (const answers of message.answers) this.#settle(this.#inFlight.shift() ?? [], { answers });
+    if ('failed' in message) for (let i = 0; i < message.batches; i++) this.#settle(this.#inFlight.shift() ?? [], message);
+    else for (const answers of message.answers) this.#settle(this.#inFlight.shift() ?? [], { answers });
   }
 
   /**
-   * Another thread (another process) opened the file and writes it now: this one writes nothing
-   * more (what is in flight or queued is refused with `STORE_UNAVAILABLE`), and is not restarted
-   * (a new thread would take the file back, each undoing the other).
+   * Another process opened the file and writes it now: this store writes nothing (what is in flight
+   * or queued, and every write until the thread takes the file back, is refused with
+   * `STORE_UNAVAILABLE`) and starts no new thread (it would take the file back at once, each
+   * undoing the other). The thread keeps no process alive meanwhile.
    */
   #takenOver(data: ErrorData): void {
+    if (this.#lost || this.#closing) return;
+    this.#lost = true;
     const reason = this.#unavailable(data.message);
     this.#health?.takenOver(reason);
     this.#stop(reason);
+    this.#worker?.unref();
   }
 
   /** Settles each write of `batch` with its answer (or the batch's failure). */

@@ -114,7 +114,7 @@ describe('SqliteCommandStore on the event log file', () => {
     const db = new DatabaseSync(path);
     expect(db.prepare('SELECT id FROM command_records ORDER BY id').all().map((row) => row.id)).toEqual(['both', 'only-old']);
     expect(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE 'command_record%' ORDER BY name").all().map((row) => row.name))
-      .toEqual(['command_record_ids', 'command_records', 'command_records_expires']);
+      .toEqual(['command_record_ids', 'command_records', 'command_records_expires', 'command_records_indexed', 'command_records_unindexed']);
     db.close();
   });
 
@@ -300,29 +300,111 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
     expect(idIndexOf(path)).toMatchObject({ entries: 25, merged: 25, dangling: 0, duplicates: 0 });
   });
 
-  it('is taken over by a second process opening the file: the first refuses writes with 503 STORE_UNAVAILABLE and stays down (not restarted), the second holds its ids', async () => {
+  it('is taken over by a second process opening the file: the first refuses writes with 503 while the second beats, and takes the file back once it stops', async () => {
     const path = join(tempDir(), 'gateway.db');
     const now = Date.now();
     const heard: string[] = [];
-    const first = new SqliteCommandStore(path, { down: (err) => heard.push(`down: ${err.message}`), up: () => heard.push('up'), takenOver: (err) => heard.push(`taken over: ${err.message}`) });
+    // Beats every 50 ms: a file is taken back after 10 beats (500 ms) without one.
+    const first = new SqliteCommandStore(path, { down: (err) => heard.push(`down: ${err.message}`), up: () => heard.push('up'), takenOver: (err) => heard.push(`taken over: ${err.message}`) }, { beatMs: 50 });
     await first.open();
     await acceptAll(first, ['before'], now);
-    const second = new SqliteCommandStore(path);
+    const second = new SqliteCommandStore(path, undefined, { beatMs: 50 });
     await second.open();
 
-    const refused = first.accept(record('after'), outboxEntry('after'), now);
-    await expect(refused).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/another process opened the store file/) });
+    await expect(first.accept(record('after'), outboxEntry('after'), now)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', message: expect.stringMatching(/another process opened the store file/) });
     expect(first.writer.up).toBe(false);
     expect(heard).toEqual([expect.stringMatching(/^taken over: .*another process opened the store file/)]);
-    // Not restarted: a new thread would take the file back from the second.
+    // Three times the stale time with the second idle: its own beats keep the file; no new thread took it back.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
     await expect(first.accept(record('again'), outboxEntry('again'), now)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(first.writer.up).toBe(false);
     expect(heard).toHaveLength(1);
-
     await expectHeld(second, ['before'], now);
-    await acceptAll(second, ['after'], now);
+    await acceptAll(second, ['by-second'], now);
+
+    // The second stops (a gateway that failed to start, say): the first takes the file back, with the second's ids.
+    await second.close();
+    await eventually(() => first.writer.up);
+    expect(heard).toEqual([expect.stringMatching(/^taken over: /), 'up']);
+    await expectHeld(first, ['before', 'by-second'], now);
+    await acceptAll(first, ['after'], now);
+    await first.close();
+  });
+
+  it('refuses every write with 503 after a takeover found with several transactions in flight: none turns into a 500', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const first = new SqliteCommandStore(path);
+    await first.open();
+    const second = new SqliteCommandStore(path);
+    await second.open();
+    // A lock holds the first's thread in its first transaction while a second batch reaches it: two failures answer.
+    const lock = new DatabaseSync(path);
+    lock.exec('BEGIN IMMEDIATE');
+    const early = first.find('x', now);
+    await new Promise((resolve) => setImmediate(resolve));
+    const late = first.find('y', now);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    lock.exec('COMMIT');
+    lock.close();
+    const refusals = await Promise.allSettled([early, late]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const after = await first.find('z', now).catch((err: unknown) => err);
+    for (const refused of [...refusals.map((outcome) => (outcome as PromiseRejectedResult).reason), after]) {
+      expect(refused).toMatchObject({ code: 'STORE_UNAVAILABLE', status: 503 });
+    }
     await first.close();
     await second.close();
+  });
+
+  it('holds the ids a build before this one appends to the file while this one runs (a rolling restart), and gives them no second record', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    // The build before is running: its layout, its index, one record.
+    const old = new DatabaseSync(path, { timeout: 5000 });
+    old.exec(`CREATE TABLE command_records (id TEXT NOT NULL, id_hash INTEGER NOT NULL, principal TEXT NOT NULL, fingerprint TEXT NOT NULL, answer TEXT NOT NULL, expires_ms INTEGER NOT NULL);
+      CREATE INDEX command_records_id ON command_records (id_hash);
+      CREATE INDEX command_records_expires ON command_records (expires_ms);`);
+    const oldInsert = old.prepare('INSERT INTO command_records (id, id_hash, principal, fingerprint, answer, expires_ms) VALUES (?, ?, ?, ?, ?, ?)');
+    const oldAccept = (id: string) => oldInsert.run(id, idHash(id), 'ops', `fp-${id}`, JSON.stringify({ status: 201, body: {} }), now + 60_000);
+    oldAccept('before');
+
+    const store = new SqliteCommandStore(path, undefined, { mergeAt: 5 });
+    await store.open();
+    // The old process appends (SQLite's own rowid, the next one this store would have taken) while this one runs.
+    oldAccept('old-during');
+    await acceptAll(store, ['new-1'], now);
+    oldAccept('old-later');
+    await acceptAll(store, idsFrom('new', 12).slice(2), now);
+    await eventually(() => idIndexOf(path).mergedThrough >= 5);
+    await expectHeld(store, ['before', 'old-during', 'old-later', 'new-1', ...idsFrom('new', 12).slice(2)], now);
+    old.close();
+    await store.close();
+
+    const reopened = new SqliteCommandStore(path);
+    await reopened.open();
+    await expectHeld(reopened, ['before', 'old-during', 'old-later', 'new-1'], now);
+    await reopened.close();
+    const db = new DatabaseSync(path, { readOnly: true });
+    expect(db.prepare('SELECT COUNT(*) - COUNT(DISTINCT id) AS n FROM command_records').get()).toEqual({ n: 0 });
+    db.close();
+    expect(idIndexOf(path)).toMatchObject({ dangling: 0, duplicates: 0 });
+  });
+
+  it('holds an id moved from command_ids into a table whose newest records were purged (moved below merged_through)', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path, undefined, { mergeAt: 10 });
+    await store.open();
+    await acceptAll(store, idsFrom('early', 30), now, 10);
+    await eventually(() => idIndexOf(path).mergedThrough >= 10);
+    expect(await store.purgeExpired(now + 10)).toBe(30);
+    await store.close();
+    writeOldRecords(path, [['legacy', 'fp-legacy', now + 60_000]]);
+
+    const reopened = new SqliteCommandStore(path);
+    await reopened.open();
+    await expectHeld(reopened, ['legacy'], now);
+    await reopened.close();
   });
 });

@@ -250,7 +250,7 @@ describe('SqliteWriter (the command store writer thread)', () => {
     expect(orders.received).toHaveLength(2);
   });
 
-  it('refuses commands with 503 and reports storage not ready once another process opened its store file, and does not take the file back', async () => {
+  it('refuses commands with 503 and reports storage not ready once another process opened its store file, while that process writes it', async () => {
     const orders = await scriptedBackend((_req, res) => sendJson(res, 201, { ok: true }));
     const path = join(tempDir(), 'gateway.db');
     const gw = await startTestGateway(gatewayYaml(`${FAST_DISPATCH}\nbackends:\n${ordersBackend(orders.url)}`, `storage: { driver: sqlite, path: ${path} }`));
@@ -267,7 +267,7 @@ describe('SqliteWriter (the command store writer thread)', () => {
     const readyz = await getJson(`${gw.url}readyz`);
     expect(readyz.status).toBe(503);
     expect(readyz.body.error.details.pending).toEqual(['storage']);
-    // Still refused, still not ready: no new thread took the file back.
+    // Still refused, still not ready: no new thread took the file back from a process that beats.
     expect((await post(`${gw.url}commands`, placeOrder())).status).toBe(503);
     expect((await fetch(`${gw.url}readyz`)).status).toBe(503);
     // The other process holds the first command's id and writes on.
