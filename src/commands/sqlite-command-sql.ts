@@ -44,9 +44,9 @@ CREATE TABLE IF NOT EXISTS command_record_ids (
 CREATE TABLE IF NOT EXISTS command_store_writer (
   epoch          INTEGER NOT NULL,
   merged_through INTEGER NOT NULL,
-  beat           INTEGER NOT NULL
+  beat           INTEGER NOT NULL DEFAULT 0
 );
-INSERT INTO command_store_writer (epoch, merged_through, beat) SELECT 0, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM command_store_writer);
+INSERT INTO command_store_writer (epoch, merged_through) SELECT 0, 0 WHERE NOT EXISTS (SELECT 1 FROM command_store_writer);
 CREATE TABLE IF NOT EXISTS outbox (
   seq             INTEGER PRIMARY KEY AUTOINCREMENT,
   id              TEXT NOT NULL,
@@ -107,23 +107,21 @@ BEGIN DELETE FROM command_record_ids WHERE id_hash = OLD.id_hash AND rec = OLD.r
 
 /** Brings a file an older version wrote up to date (run by the store's own connection, before the writer thread opens). */
 export function migrate(db: DatabaseSync): void {
-  addClaimedColumn(db);
-  addInMemoryColumn(db);
+  // An outbox from before claims were marked: every entry unclaimed.
+  addColumn(db, 'outbox', 'claimed');
+  // Records from before the id index in memory: each is in the id index (or `moveIdIndex` puts it there).
+  addColumn(db, 'command_records', 'in_memory');
+  // The writer's row as 943a35e made it, before the owner beat.
+  addColumn(db, 'command_store_writer', 'beat');
   db.exec(ID_INDEX_TRIGGERS);
   moveIdIndex(db);
   moveCommandIds(db);
 }
 
-/** Records of a file from before the id index in memory get `in_memory` (0: each is in the id index, or `moveIdIndex` puts it there). */
-function addInMemoryColumn(db: DatabaseSync): void {
-  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('command_records').map((row) => row.name);
-  if (!columns.includes('in_memory')) db.exec('ALTER TABLE command_records ADD COLUMN in_memory INTEGER NOT NULL DEFAULT 0');
-}
-
-/** An outbox table created before claims were marked gets its `claimed` column (every entry unclaimed). */
-function addClaimedColumn(db: DatabaseSync): void {
-  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('outbox').map((row) => row.name);
-  if (!columns.includes('claimed')) db.exec('ALTER TABLE outbox ADD COLUMN claimed INTEGER NOT NULL DEFAULT 0');
+/** Adds `column` (`INTEGER NOT NULL DEFAULT 0`) to `table` unless it has it. */
+function addColumn(db: DatabaseSync, table: string, column: string): void {
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all(table).map((row) => row.name);
+  if (!columns.includes(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} INTEGER NOT NULL DEFAULT 0`);
 }
 
 /**

@@ -407,4 +407,22 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
     await expectHeld(reopened, ['legacy'], now);
     await reopened.close();
   });
+
+  it('opens a file whose writer row has no beat (as 943a35e made it): the column is added, the ids held', async () => {
+    const path = join(tempDir(), 'gateway.db');
+    const now = Date.now();
+    const store = new SqliteCommandStore(path);
+    await store.open();
+    await acceptAll(store, ['before'], now);
+    await store.close();
+    const db = new DatabaseSync(path);
+    db.exec('ALTER TABLE command_store_writer DROP COLUMN beat');
+    db.close();
+
+    const reopened = new SqliteCommandStore(path);
+    await reopened.open();
+    await expectHeld(reopened, ['before'], now);
+    await acceptAll(reopened, ['after'], now);
+    await reopened.close();
+  });
 });
