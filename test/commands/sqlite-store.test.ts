@@ -181,14 +181,19 @@ async function expectHeld(store: SqliteCommandStore, ids: string[], now: number)
   }
 }
 
+/** An open store on a fresh file (`options` as `SqliteCommandStore` takes them), and the time it opened. */
+async function freshStore(options: { mergeAt?: number; beatMs?: number } = {}): Promise<{ path: string; now: number; store: SqliteCommandStore }> {
+  const path = join(tempDir(), 'gateway.db');
+  const store = new SqliteCommandStore(path, undefined, options);
+  await store.open();
+  return { path, now: Date.now(), store };
+}
+
 const idsFrom = (prefix: string, count: number): string[] => Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
 
 describe('SqliteCommandStore id index (the newest records indexed in the writer thread, merged into the file)', () => {
   it('merges the records into the file once mergeAt are held, a key range at a time, and holds every id before and after, across a reopen', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path, undefined, { mergeAt: 50 });
-    await store.open();
+    const { path, now, store } = await freshStore({ mergeAt: 50 });
     const ids = idsFrom('cmd', 425);
     await acceptAll(store, ids, now);
     // Merged while accepting: all but the newest (fewer than mergeAt, plus what came while a merge waited to start).
@@ -206,10 +211,7 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
   });
 
   it('merges again, from the records, what a merge cut short had written (a crash): no id lost, none indexed twice', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path);
-    await store.open();
+    const { path, now, store } = await freshStore();
     const ids = idsFrom('cmd', 300);
     await acceptAll(store, ids, now);
     await store.close();
@@ -231,10 +233,7 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
   });
 
   it('leaves no entry in the file for a record purged or replaced, whether it was merged or still in memory', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path, undefined, { mergeAt: 20 });
-    await store.open();
+    const { path, now, store } = await freshStore({ mergeAt: 20 });
     // Merged (some of them), then purged.
     await acceptAll(store, idsFrom('early', 30), now, 10);
     await eventually(() => idIndexOf(path).entries >= 20);
@@ -277,10 +276,7 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
   });
 
   it('opens a file the version before wrote to after this one (its index back, records added and deleted beside the id index): the id index is built again', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path, undefined, { mergeAt: 10 });
-    await store.open();
+    const { path, now, store } = await freshStore({ mergeAt: 10 });
     const ids = idsFrom('cmd', 25);
     await acceptAll(store, ids, now);
     await eventually(() => idIndexOf(path).entries >= 20);
@@ -392,10 +388,7 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
   });
 
   it('holds an id moved from command_ids into a table whose newest records were purged (moved below merged_through)', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path, undefined, { mergeAt: 10 });
-    await store.open();
+    const { path, now, store } = await freshStore({ mergeAt: 10 });
     await acceptAll(store, idsFrom('early', 30), now, 10);
     await eventually(() => idIndexOf(path).mergedThrough >= 10);
     expect(await store.purgeExpired(now + 10)).toBe(30);
@@ -409,10 +402,7 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
   });
 
   it('opens a file whose writer row has no beat (as 943a35e made it): the column is added, the ids held', async () => {
-    const path = join(tempDir(), 'gateway.db');
-    const now = Date.now();
-    const store = new SqliteCommandStore(path);
-    await store.open();
+    const { path, now, store } = await freshStore();
     await acceptAll(store, ['before'], now);
     await store.close();
     const db = new DatabaseSync(path);
