@@ -75,10 +75,9 @@ function loseIfTakenOver(err: unknown): void {
   const watch = new OwnerWatch(beatMs * STALE_BEATS);
   clearInterval(ownerTimer);
   ownerTimer = setInterval(() => {
-    const { epoch, beat } = handle.statements.sql.owner.get() as { epoch: number; beat: number };
-    if (!watch.stale(epoch, beat)) return;
     try {
-      own();
+      const { epoch, beat } = handle.statements.sql.owner.get() as { epoch: number; beat: number };
+      if (watch.stale(epoch, beat)) own();
     } catch {
       // Not now (locked, an I/O error): the watch goes on.
     }
