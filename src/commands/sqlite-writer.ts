@@ -221,6 +221,8 @@ export class SqliteWriter {
     worker.postMessage('close');
     await this.#exited;
     this.#worker = undefined;
+    // Opened again, it starts afresh.
+    this.#lost = false;
   }
 
   #sendScheduled(): void {
