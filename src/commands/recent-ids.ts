@@ -3,8 +3,8 @@
  * memory: each record's id hash (`idHash`) to its rowid, for the records not yet merged into the
  * on-disk id index (`command_record_ids`). An accept then appends only (its record, its outbox
  * entry) instead of inserting its random id hash into a B-tree leaf on disk, which dirtied one
- * random page per accept (issue 29: 1.30x delivered/s, 0.89x CPU per command, with an index that
- * appends). Once there are `mergeAt` entries the writer thread sets this index aside (a new one
+ * random page per accept (issue 29: 1.28x delivered/s and 0.90x CPU per command through the
+ * gateway, BENCHMARKS.md). Once there are `mergeAt` entries the writer thread sets this index aside (a new one
  * takes the next records) and merges it into the on-disk index in key order, a key range per
  * transaction, then drops it whole (`sqlite-id-merge.ts`).
  *
