@@ -202,7 +202,7 @@ export function prepareStatements(db: DatabaseSync) {
     ),
     insertRecord: statement('INSERT INTO command_records (rowid, id, id_hash, principal, fingerprint, answer, expires_ms, in_memory) VALUES (?, ?, ?, ?, ?, ?, ?, 1)'),
     dropRecord: statement('DELETE FROM command_records WHERE rowid = ?'),
-    purgeExpired: statement('DELETE FROM command_records WHERE expires_ms <= ?'),
+    purgeExpired: statement('DELETE FROM command_records WHERE rowid IN (SELECT rowid FROM command_records WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?)'),
     // A JSON array of [hash, rowid] pairs, in key order (CROSS JOIN: inserted in that order); the pairs of records gone (or holding another id) are skipped.
     mergeIds: statement(`INSERT OR IGNORE INTO command_record_ids (id_hash, rec)
                            SELECT r.id_hash, r.rowid FROM json_each(?) AS pair CROSS JOIN command_records AS r
@@ -279,8 +279,9 @@ export const WRITES = {
     const row = findRow(w, id, idHash(id));
     return row && row.expires_ms > nowMs ? recordOf(row) : undefined;
   },
-  purgeExpired({ sql }: WriterState, nowMs: number): number {
-    return Number(sql.purgeExpired.run(nowMs).changes);
+  /** Deletes up to `limit` records expired at `nowMs`, the earliest first; returns how many. */
+  purgeExpired({ sql }: WriterState, nowMs: number, limit: number): number {
+    return Number(sql.purgeExpired.run(nowMs, limit).changes);
   },
   /** Returns the entry's seq. */
   enqueue({ sql }: WriterState, entry: EntryValues): number {

@@ -20,6 +20,9 @@ import { SqliteWriter, type WriterHealth } from './sqlite-writer.ts';
 /** How long a statement waits for the other connection's lock, in ms. */
 const BUSY_TIMEOUT_MS = 5_000;
 
+/** Expired records deleted per transaction by `purgeExpired` (about 8 ms of the writer thread). */
+export const PURGE_CHUNK = 5_000;
+
 /** A `CommandStore` in one SQLite file (a file: its two connections must see one database, so not `:memory:`). */
 export class SqliteCommandStore implements CommandStore {
   readonly #sqlite: SqliteHandle<Statements>;
@@ -79,8 +82,15 @@ export class SqliteCommandStore implements CommandStore {
     return this.writer.run('find', id, nowMs);
   }
 
-  purgeExpired(nowMs: number): Promise<number> {
-    return this.writer.run('purgeExpired', nowMs);
+  async purgeExpired(nowMs: number): Promise<number> {
+    // A chunk per transaction: the writes asked for meanwhile commit between them, instead of
+    // waiting out one transaction of every record of the last minute (480,000 at 8,000/s: 0.75 s).
+    let purged = 0;
+    for (;;) {
+      const chunk = await this.writer.run('purgeExpired', nowMs, PURGE_CHUNK);
+      purged += chunk;
+      if (chunk < PURGE_CHUNK) return purged;
+    }
   }
 
   async enqueue(entry: NewOutboxEntry): Promise<OutboxEntry> {

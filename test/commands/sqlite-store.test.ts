@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { describe, expect, it } from 'vitest';
-import { SqliteCommandStore } from '../../src/commands/sqlite-store.ts';
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it, vi } from 'vitest';
+import { PURGE_CHUNK, SqliteCommandStore } from '../../src/commands/sqlite-store.ts';
 import { SqliteEventLog } from '../../src/log/sqlite.ts';
 import { eventually, tempDir } from '../support/gateway.ts';
 import { cloudEvent } from '../log/fixtures/cloud-event.ts';
@@ -414,5 +415,22 @@ describe('SqliteCommandStore id index (the newest records indexed in the writer 
     await expectHeld(reopened, ['before'], now);
     await acceptAll(reopened, ['after'], now);
     await reopened.close();
+  });
+
+  it(`purges a chunk of PURGE_CHUNK (${PURGE_CHUNK}) records per transaction, so the writes asked for meanwhile commit between them`, async () => {
+    const { now, store } = await freshStore();
+    const expired = 2 * PURGE_CHUNK + 10;
+    const items = idsFrom('old', expired).map((id) => ({ record: record(id, { expiresMs: now + 10 }), entry: outboxEntry(id) }));
+    await store.acceptBatch(items, now);
+    const emit = vi.spyOn(Worker.prototype, 'emit');
+    try {
+      expect(await store.purgeExpired(now + 10)).toBe(expired);
+      // One answer per transaction: three chunks, three transactions.
+      expect(emit.mock.calls.filter(([event, message]) => event === 'message' && 'answers' in (message as object))).toHaveLength(3);
+    } finally {
+      emit.mockRestore();
+    }
+    expect(await store.find('old-0', now + 10)).toBeUndefined();
+    await store.close();
   });
 });
