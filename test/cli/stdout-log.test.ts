@@ -31,6 +31,17 @@ function start(script: string): ChildProcessByStdio<null, Readable, Readable> {
   return spawn(process.execPath, scriptArgs(script), { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/** Reads `child`'s stdout the way a slow reader does: takes what is there, then pauses `pauseMs`; returns what it read so far. */
+function readSlowly(child: ChildProcessByStdio<null, Readable, Readable>, pauseMs: number): () => string {
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+    child.stdout.pause();
+    setTimeout(() => child.stdout.resume(), pauseMs);
+  });
+  return () => stdout;
+}
+
 /**
  * 4 MB of lines (20,000) from a process holding 256 KiB at most (its drops told in `dropped` lines),
  * then `then`; its stdout read from `readAfterMs` on. Its exit code, and the lines written and told dropped.
@@ -166,14 +177,10 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
       const log = pino({ base: null }, stdoutLog());
       for (let i = 0; i < 5_000; i++) log.info({ i, filler: 'x'.repeat(180) }, 'line');
       setTimeout(() => process.exit(0), 50);`);
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-      child.stdout.pause();
-      setTimeout(() => child.stdout.resume(), 100);
-    });
+    const read = readSlowly(child, 100);
     try {
       expect(await finished(child)).toBe(0);
+      const stdout = read();
       const numbers = new Set(stdout.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { i: number }).i));
       expect(numbers.size).toBe(5_000);
       // A write stdout took in part was continued where it stopped: no line cut.
@@ -197,15 +204,10 @@ describe('the serve log destination (stdout, one write per FLUSH_MS)', () => {
           log.info({ total: i }, 'total');
         }
       }, 1);`);
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-      child.stdout.pause();
-      setTimeout(() => child.stdout.resume(), 5);
-    });
+    const read = readSlowly(child, 5);
     try {
       await finished(child);
-      const lines = stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; total?: number; droppedLines?: number });
+      const lines = read().split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; total?: number; droppedLines?: number });
       expect(lines.filter((line) => line.msg === 'dropped')).toEqual([]);
       expect(lines.filter((line) => line.msg === 'line').length).toBe(lines.find((line) => line.msg === 'total')!.total);
     } finally {
