@@ -7,7 +7,7 @@
  */
 import { hash } from 'node:crypto';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { inTransaction } from '../storage/sqlite.ts';
+import { addMissingColumns, inTransaction } from '../storage/sqlite.ts';
 import { MAX_ALIASES_PER_COMMAND, type ClaimedOutboxEntry, type IdempotencyRecord, type NewOutboxEntry, type OutboxEntry } from './CommandStore.ts';
 import type { RecentIds } from './recent-ids.ts';
 
@@ -108,20 +108,14 @@ BEGIN DELETE FROM command_record_ids WHERE id_hash = OLD.id_hash AND rec = OLD.r
 /** Brings a file an older version wrote up to date (run by the store's own connection, before the writer thread opens). */
 export function migrate(db: DatabaseSync): void {
   // An outbox from before claims were marked: every entry unclaimed.
-  addColumn(db, 'outbox', 'claimed');
+  addMissingColumns(db, 'outbox', [['claimed', 'INTEGER NOT NULL DEFAULT 0']]);
   // Records from before the id index in memory: each is in the id index (or `moveIdIndex` puts it there).
-  addColumn(db, 'command_records', 'in_memory');
+  addMissingColumns(db, 'command_records', [['in_memory', 'INTEGER NOT NULL DEFAULT 0']]);
   // The writer's row as 943a35e made it, before the owner beat.
-  addColumn(db, 'command_store_writer', 'beat');
+  addMissingColumns(db, 'command_store_writer', [['beat', 'INTEGER NOT NULL DEFAULT 0']]);
   db.exec(ID_INDEX_TRIGGERS);
   moveIdIndex(db);
   moveCommandIds(db);
-}
-
-/** Adds `column` (`INTEGER NOT NULL DEFAULT 0`) to `table` unless it has it. */
-function addColumn(db: DatabaseSync, table: string, column: string): void {
-  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all(table).map((row) => row.name);
-  if (!columns.includes(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} INTEGER NOT NULL DEFAULT 0`);
 }
 
 /**

@@ -50,6 +50,15 @@ export function inTransaction<T>(db: DatabaseSync, work: () => T): T {
   }
 }
 
+/**
+ * Adds to `table` each of `columns` (name, then its type and constraints) it does not have yet: a
+ * table an older version created gets the columns added since (for a migration).
+ */
+export function addMissingColumns(db: DatabaseSync, table: string, columns: ReadonlyArray<readonly [string, string]>): void {
+  const present = new Set(db.prepare('SELECT name FROM pragma_table_info(?)').all(table).map((row) => row.name));
+  for (const [name, type] of columns) if (!present.has(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+}
+
 /** What a store gives its `SqliteHandle`: the tables it owns and the statements it runs on them. */
 export interface SqliteHandleOptions<S> extends SqliteOptions {
   /** SQL run on every open (`CREATE … IF NOT EXISTS`), so it must be safe to run again. */

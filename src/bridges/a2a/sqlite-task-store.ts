@@ -10,7 +10,7 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
-import { SqliteHandle } from '../../storage/sqlite.ts';
+import { addMissingColumns, SqliteHandle } from '../../storage/sqlite.ts';
 import { bound, ownerOf, tasksExhausted, type GatewayTaskStore, type PushConfigSave, type TaskStoreLimits } from './open-task-store.ts';
 import { listPage, taskScope } from './task-list.ts';
 
@@ -41,8 +41,7 @@ CREATE INDEX IF NOT EXISTS a2a_push_expiry ON a2a_push (expires_at);
 
 /** A file written before tasks had an owner column gets one (its old rows count for no principal). */
 function migrate(db: DatabaseSync): void {
-  const columns = db.prepare('PRAGMA table_info(a2a_tasks)').all() as Array<{ name: string }>;
-  if (!columns.some((c) => c.name === 'owner')) db.exec(`ALTER TABLE a2a_tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''`);
+  addMissingColumns(db, 'a2a_tasks', [['owner', "TEXT NOT NULL DEFAULT ''"]]);
   db.exec('CREATE INDEX IF NOT EXISTS a2a_tasks_owner ON a2a_tasks (owner, seq)');
 }
 

@@ -6,7 +6,7 @@
  * change of them is one transaction.
  */
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { SqliteHandle } from '../../storage/sqlite.ts';
+import { addMissingColumns, SqliteHandle } from '../../storage/sqlite.ts';
 import type { DisabledReason, FailingStreak, Recovery, StatusChange, Subscription, SubscriptionStatus, SubscriptionStore } from './SubscriptionStore.ts';
 
 const SCHEMA = `
@@ -49,8 +49,7 @@ const ADDED_COLUMNS: Array<[string, string]> = [
 
 /** Brings a table an older version wrote up to date. */
 function migrate(db: DatabaseSync): void {
-  const columns = (db.prepare('PRAGMA table_info(webhook_subscriptions)').all() as Array<{ name: string }>).map((c) => c.name);
-  for (const [name, type] of ADDED_COLUMNS) if (!columns.includes(name)) db.exec(`ALTER TABLE webhook_subscriptions ADD COLUMN ${name} ${type}`);
+  addMissingColumns(db, 'webhook_subscriptions', ADDED_COLUMNS);
   db.exec('CREATE INDEX IF NOT EXISTS webhook_subscriptions_previous_secret ON webhook_subscriptions (previous_secret_until_ms) WHERE previous_secret_until_ms IS NOT NULL');
 }
 
