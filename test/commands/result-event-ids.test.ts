@@ -80,8 +80,12 @@ describe('result events exactly once', () => {
       },
     });
     const firstDelivery = acceptingDelivery();
-    await dispatcher(store, log, firstDelivery, crashingOutbox).start();
+    const first = dispatcher(store, log, firstDelivery, crashingOutbox);
+    await first.start();
     await eventually(async () => crashed);
+    // Killed: it does nothing more (left running, it claimed the entry again once its lease ran out
+    // and delivered it a third time when the machine was slow to start the second).
+    await first.close();
     expect((await store.depth())).toBe(1);
 
     // The restarted process finds the entry still in the outbox once the crashed claim's lease ran out, and delivers it again (at least once).
