@@ -13,6 +13,11 @@ const make = () => new SqliteCommandStore(join(tempDir(), 'gateway.db'));
 idempotencyContract('sqlite', make);
 outboxContract('sqlite', make);
 commandStoreContract('sqlite', make);
+// The same contracts with every record merged into the file's id index as soon as the writer thread
+// may (lookups then find ids on disk, in memory and in the index being merged, in turn).
+const merging = () => new SqliteCommandStore(join(tempDir(), 'gateway.db'), undefined, { mergeAt: 1 });
+idempotencyContract('sqlite, merging at once', merging);
+commandStoreContract('sqlite, merging at once', merging);
 
 /** Writes idempotency records as builds before `command_records` kept them: in `command_ids`, keyed by id (each `[id, fingerprint, expiresMs]`). */
 function writeOldRecords(path: string, records: Array<[string, string, number]>): void {
